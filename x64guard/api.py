@@ -1,0 +1,110 @@
+"""The library API: `narrow` and `check`. Adapts inputs and modes around the one pass."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from jax.extend.mlir import ir
+
+from x64guard import mlir
+from x64guard.errors import X64GuardError, X64GuardWarning
+from x64guard.findings import Finding, Report, Severity, errors, format_findings
+from x64guard.modes import Mode, resolve_mode, resolve_overflow
+from x64guard.passes import NarrowX64Pass
+from x64guard.passes.check import check_target
+
+ModuleLike = "str | bytes | ir.Module"
+
+
+@dataclass
+class NarrowResult:
+    """What `narrow` produced. `.module` is x64guard's own module, never the input."""
+
+    module: ir.Module
+    findings: list[Finding] = field(default_factory=list)
+    changes: dict[str, int] = field(default_factory=dict)
+    mode: Mode = Mode.WARN
+    source_format: mlir.SourceFormat = mlir.SourceFormat.TEXT
+
+    @cached_property
+    def text(self) -> str:
+        return mlir.to_text(self.module)
+
+    def bytecode(self) -> bytes:
+        return mlir.to_bytecode(self.module)
+
+    def portable_artifact(self, target: str | None = None) -> bytes:
+        return mlir.to_portable_artifact(self.module, target)
+
+    def summary(self) -> str:
+        total = sum(self.changes.values())
+        if not total:
+            return "x64guard: no 64-bit types"
+        parts = ", ".join(f"{k} x{n}" for k, n in sorted(self.changes.items()))
+        verb = "would narrow" if self.mode is Mode.ALLOW else "narrowed"
+        places = len([f for f in self.findings if f.kind == "type-narrowed"])
+        return f"x64guard: {verb} {total} types ({parts}) at {places} places"
+
+
+def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: str = "error") -> NarrowResult:
+    """Narrow i64/ui64/f64/complex<f64> to i32/ui32/f32/complex<f32>, as JAX does when it
+    traces with x64 off, or refuse with `X64GuardError` naming every reason.
+
+    mode: allow (keep 64-bit types, report what would change), warn (narrow; one
+    `X64GuardWarning` summary per module plus one per lossy finding), error (refuse any
+    64-bit use). Default: $X64GUARD_MODE, else warn.
+    overflow: error | saturate | wrap, for constants the 32-bit type cannot hold.
+    """
+    resolved = resolve_mode(mode)
+    policy = resolve_overflow(overflow).value
+    working, source_format = mlir.load(module)
+    dry_run = resolved is not Mode.WARN
+    result = NarrowX64Pass(overflow=policy, dry_run=dry_run).apply(working)
+    out = NarrowResult(working, result.findings, result.changes, resolved, source_format)
+
+    if resolved is Mode.ERROR and (out.changes or errors(out.findings)):
+        uses = [f for f in out.findings if f.kind == "type-narrowed" or f.severity is Severity.ERROR]
+        raise X64GuardError(
+            f"x64guard (mode=error): the module uses 64-bit types in {len(uses)} places; "
+            "accelerators without 64-bit support cannot run it. Narrow it (mode='warn') or "
+            f"remove the 64-bit requests:\n{format_findings(uses)}", uses)
+    if resolved is Mode.WARN:
+        blocking = errors(out.findings)
+        if blocking:
+            raise X64GuardError(
+                f"x64guard cannot narrow this module without changing its result "
+                f"({len(blocking)} problem(s)):\n{format_findings(blocking)}", blocking)
+        _verify(working, out.findings)
+        _warn(out)
+    return out
+
+
+def check(module: ModuleLike, *, target: str = "x32") -> Report:
+    """No rewrite: every 64-bit use and every blocker for `target`, as findings."""
+    working, _ = mlir.load(module)
+    return check_target(working, target)
+
+
+def _verify(module: ir.Module, findings: list[Finding]) -> None:
+    try:
+        ok = module.operation.verify()
+    except ir.MLIRError as exc:
+        ok, detail = False, mlir._first_diagnostic(exc)
+    else:
+        detail = "verifier returned false"
+    if not ok:
+        raise X64GuardError(
+            "x64guard produced a module that does not verify; this is a bug in x64guard, please report it "
+            f"with the input module: {detail}", findings)
+
+
+def _warn(out: NarrowResult) -> None:
+    if not out.changes:
+        return
+    lossy = [f for f in out.findings if f.severity is Severity.WARNING]
+    warnings.warn(out.summary() + (f"; {len(lossy)} lossy change(s) follow" if lossy else ""),
+                  X64GuardWarning, stacklevel=3)
+    for finding in lossy:
+        warnings.warn(f"x64guard: {finding}", X64GuardWarning, stacklevel=3)

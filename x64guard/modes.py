@@ -1,0 +1,55 @@
+"""Modes, with the names and meanings of JAX's `jax_explicit_x64_dtypes`."""
+
+from __future__ import annotations
+
+import enum
+import os
+
+MODE_ENV_VAR = "X64GUARD_MODE"
+
+
+class Mode(str, enum.Enum):
+    """allow: keep 64-bit types (findings still reported); warn: narrow, warn once per
+    module; error: refuse any 64-bit use."""
+
+    ALLOW = "allow"
+    WARN = "warn"
+    ERROR = "error"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Overflow(str, enum.Enum):
+    """What to do with a constant the 32-bit type cannot hold."""
+
+    ERROR = "error"
+    SATURATE = "saturate"
+    WRAP = "wrap"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def _parse(enum_cls, value, what: str):
+    if isinstance(value, enum_cls):
+        return value
+    try:
+        return enum_cls(str(value).strip().lower())
+    except ValueError:
+        allowed = ", ".join(repr(m.value) for m in enum_cls)
+        raise ValueError(f"x64guard: unknown {what} {value!r}; expected one of {allowed}") from None
+
+
+def resolve_mode(mode: "Mode | str | None") -> Mode:
+    """`mode` if given, else $X64GUARD_MODE, else warn (JAX's default)."""
+    if mode is None:
+        env = os.environ.get(MODE_ENV_VAR, "").strip()
+        if not env:
+            return Mode.WARN
+        return _parse(Mode, env, f"mode in ${MODE_ENV_VAR}")
+    return _parse(Mode, mode, "mode")
+
+
+def resolve_overflow(overflow: "Overflow | str") -> Overflow:
+    return _parse(Overflow, overflow, "overflow policy")

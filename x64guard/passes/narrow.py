@@ -1,0 +1,59 @@
+"""The narrowing pass: a name, options, and `apply`.
+
+It rewrites the module it is given in place; callers who must not mutate their input
+(every public entry point) hand it a clone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from jax.extend.mlir import ir
+
+from x64guard.findings import Finding
+from x64guard.passes.patterns import SPECIAL_PATTERNS, ConvertOpTypes
+from x64guard.passes.rewriter import Rewriter, index_patterns, walk
+
+
+@dataclass
+class PassResult:
+    findings: list[Finding] = field(default_factory=list)
+    # Per type change, how many values/arguments/attributes changed: {"f64->f32": 12}.
+    changes: dict[str, int] = field(default_factory=dict)
+
+
+class NarrowX64Pass:
+    """i64/ui64/f64/complex<f64> -> i32/ui32/f32/complex<f32>, as JAX's x32 canonicalization."""
+
+    name = "x64guard-narrow"
+
+    def __init__(self, *, overflow: str = "error", dry_run: bool = False):
+        self.overflow = overflow
+        self.dry_run = dry_run
+        self._patterns = index_patterns(SPECIAL_PATTERNS)
+
+    def apply(self, module: ir.Module) -> PassResult:
+        rw = Rewriter(module.context, overflow=self.overflow, dry_run=self.dry_run)
+        apply_generic = ConvertOpTypes(rw).apply
+        patterns = self._patterns
+        advance = ir.WalkResult.ADVANCE
+
+        def visit(op: ir.Operation) -> ir.WalkResult:
+            rw.op_index += 1
+            name = op.name
+            special = patterns.get(name)
+            if special is not None:
+                for pattern in special:
+                    if pattern.match_and_rewrite(op, rw):
+                        break
+            elif name == "func.func":
+                rw.function = ir.StringAttr(op.attributes["sym_name"]).value
+            elif name == "func.call":
+                rw.record_call(op)
+            apply_generic(op, name)
+            return advance
+
+        with module.context, ir.Location.unknown(module.context):
+            walk(module, visit)
+            rw.finish()
+        return PassResult(findings=rw.findings(), changes=rw.changes())

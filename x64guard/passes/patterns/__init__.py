@@ -1,0 +1,23 @@
+"""The rewrite patterns of the narrowing pass: one generic type conversion, a few named rules."""
+
+from x64guard.passes.patterns.casts import NarrowBitcastConvert, NarrowReducePrecision, RemoveIdentityConvert
+from x64guard.passes.patterns.shifts import WarnShiftByWidth
+from x64guard.passes.patterns.constants import NarrowConstant
+from x64guard.passes.patterns.custom_calls import NarrowCustomCall
+from x64guard.passes.patterns.generic import ConvertOpTypes
+from x64guard.passes.patterns.rng import RefuseFloat64RandomBits, RefuseRngBitGenerator
+
+# Named rules run before the generic conversion of the same op, in this order; the first
+# that deals with an op completely ends the named rules for it.
+SPECIAL_PATTERNS = (
+    RefuseFloat64RandomBits(),
+    NarrowConstant(),
+    RemoveIdentityConvert(),
+    NarrowBitcastConvert(),
+    NarrowReducePrecision(),
+    NarrowCustomCall(),
+    RefuseRngBitGenerator(),
+    WarnShiftByWidth(),
+)
+
+__all__ = ["SPECIAL_PATTERNS", "ConvertOpTypes"]

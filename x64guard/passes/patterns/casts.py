@@ -1,0 +1,87 @@
+"""Casts: identity converts go away; bitcasts must stay valid; reduce_precision cannot
+ask for more bits than a 32-bit float has."""
+
+from __future__ import annotations
+
+from jax.extend.mlir import ir
+
+from x64guard.findings import Severity
+from x64guard.passes.constant_io import element_of
+from x64guard.passes.rewriter import RewritePattern, Rewriter
+from x64guard.passes.tables import F32_EXPONENT_BITS, F32_MANTISSA_BITS
+
+
+def narrowed(rw: Rewriter, t: ir.Type) -> ir.Type:
+    """`t` as it is after narrowing (operands already are, in a rewriting walk)."""
+    return rw.converter.convert(t) or t
+
+
+class RemoveIdentityConvert(RewritePattern):
+    """`convert` whose operand and result types coincide after narrowing (f32->f64->f32)."""
+
+    op_names = frozenset({"stablehlo.convert"})
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        operand = op.operands[0]
+        if narrowed(rw, operand.type) == narrowed(rw, op.results[0].type) and not rw.dry_run:
+            rw.replace_with_value(op, operand)
+        return True
+
+
+def bit_width(t: ir.Type) -> int | None:
+    element = element_of(t)
+    if isinstance(element, ir.ComplexType):
+        inner = bit_width(element.element_type)
+        return None if inner is None else 2 * inner
+    return getattr(element, "width", None)
+
+
+def bitcast_is_valid(source: ir.Type, result: ir.Type) -> bool:
+    """StableHLO's rule: equal widths keep the shape; a wider side has one fewer
+    dimension, the narrower side's last dimension being the width ratio."""
+    w_in, w_out = bit_width(source), bit_width(result)
+    if w_in is None or w_out is None:
+        return True  # not a width x64guard changes
+    if not (isinstance(source, ir.RankedTensorType) and isinstance(result, ir.RankedTensorType)):
+        return w_in == w_out
+    s_in, s_out = list(source.shape), list(result.shape)
+    if w_in == w_out:
+        return s_in == s_out
+    if w_in > w_out:
+        return s_out == s_in + [w_in // w_out] and w_in % w_out == 0
+    return s_in == s_out + [w_out // w_in] and w_out % w_in == 0
+
+
+class NarrowBitcastConvert(RewritePattern):
+    """A bitcast reinterprets bits: it must still be a valid bitcast after narrowing.
+
+    f64 -> i64 narrows to f32 -> i32 (what x32 tracing does); f64 -> tensor<...x2xui32>
+    or its reverse would change the number of elements and cannot be narrowed.
+    """
+
+    op_names = frozenset({"stablehlo.bitcast_convert"})
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        source, result = op.operands[0].type, op.results[0].type
+        new_source, new_result = narrowed(rw, source), narrowed(rw, result)
+        if not bitcast_is_valid(new_source, new_result):
+            rw.report("bitcast-width", Severity.ERROR, op,
+                      f"this bitcast to {result} would become {new_source} -> {new_result}, which no longer "
+                      "reinterprets the same bits; keep it in 64 bits (mode='allow') or rewrite it on "
+                      "32-bit values (lax.bitcast_convert_type on float32/uint32)")
+        return True
+
+
+class NarrowReducePrecision(RewritePattern):
+    """reduce_precision of an f64 value may keep up to 11/52 bits; f32 has 8/23."""
+
+    op_names = frozenset({"stablehlo.reduce_precision"})
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        if rw.converter.convert(op.results[0].type) is None or rw.dry_run:
+            return False
+        for name, limit in (("exponent_bits", F32_EXPONENT_BITS), ("mantissa_bits", F32_MANTISSA_BITS)):
+            bits = op.attributes[name]
+            if bits.value > limit:
+                op.attributes[name] = ir.IntegerAttr.get(bits.type, limit)
+        return True

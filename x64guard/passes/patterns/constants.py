@@ -1,0 +1,82 @@
+"""Constants are data: their values are converted, checked, and reported when lossy."""
+
+from __future__ import annotations
+
+from jax.extend.mlir import ir
+
+from x64guard.findings import Severity
+from x64guard.passes.constant_io import UnreadableConstant, element_of, read_constant, scalar_attr, write_constant
+from x64guard.passes.rewriter import RewritePattern, Rewriter
+from x64guard.passes.tables import CONSTANT_OPS
+from x64guard.passes.values import exact_scalar, narrow_scalar, narrow_values
+
+_POLICY_HINT = ("keep this computation in 64 bits (mode='allow'), change the constant, or accept "
+                "the change explicitly with overflow='saturate' or overflow='wrap'")
+
+
+class NarrowConstant(RewritePattern):
+    op_names = CONSTANT_OPS
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        old_type = op.results[0].type
+        new_type = rw.converter.convert(old_type)
+        if new_type is None:
+            return False
+        if self._narrow_clean_splat(op, rw, new_type):
+            return True
+        wide = str(element_of(old_type))
+        narrow = str(element_of(new_type))
+        try:
+            values, splat = read_constant(op, old_type)
+        except UnreadableConstant as exc:
+            rw.report("constant-unreadable", Severity.ERROR, op,
+                      f"x64guard cannot read this {wide} constant ({exc}), so it cannot narrow it safely; "
+                      "keep the module in 64 bits (mode='allow')")
+            return True
+        if splat:
+            result = narrow_scalar(values.item(), wide, narrow, rw.overflow)
+        else:
+            result = narrow_values(values, wide, narrow, rw.overflow)
+        if result.out_of_range:
+            self._report_out_of_range(op, rw, wide, narrow, result)
+        if result.underflow:
+            rw.report("constant-underflow", Severity.WARNING, op,
+                      f"{result.underflow} nonzero {wide} value(s) are below {narrow}'s range and become 0 "
+                      "(as they do when JAX traces with x64 off)")
+        if not rw.dry_run:
+            write_constant(op, result.values, splat, new_type)
+        return True
+
+    @staticmethod
+    def _narrow_clean_splat(op: ir.Operation, rw: Rewriter, new_type: ir.Type) -> bool:
+        """Fast path for the common case, a splat that narrows exactly. Memoized per
+        (attribute, type): MLIR attributes are uniqued, modules repeat 0, 1, -inf."""
+        try:
+            attr = op.attributes["value"]
+        except TypeError:  # complex: the general path reads it
+            return False
+        if not isinstance(attr, (ir.DenseIntElementsAttr, ir.DenseFPElementsAttr)) or not attr.is_splat:
+            return False
+        key = (attr, new_type)
+        narrowed = rw.splat_cache.get(key)
+        if narrowed is None:
+            element = new_type.element_type
+            value = exact_scalar(attr.get_splat_value().value, rw.converter.spelling(element))
+            if value is None:
+                return False  # the general path narrows and reports it
+            narrowed = rw.splat_cache[key] = ir.DenseElementsAttr.get_splat(new_type, scalar_attr(element, value))
+        if not rw.dry_run:
+            op.attributes["value"] = narrowed
+        return True
+
+    @staticmethod
+    def _report_out_of_range(op, rw, wide, narrow, result) -> None:
+        examples = ", ".join(repr(v) for v in result.examples)
+        kind = "constant-overflow" if wide in ("f64", "complex<f64>") else "constant-out-of-range"
+        what = f"{result.out_of_range} value(s) ({examples}) do not fit in {narrow}"
+        if rw.overflow == "error":
+            rw.report(kind, Severity.ERROR, op, f"{what}; {_POLICY_HINT}")
+        else:
+            verb = "saturated to" if rw.overflow == "saturate" else "wrapped into"
+            rw.report(kind, Severity.WARNING, op,
+                      f"{what}: {verb} {narrow} as requested by overflow='{rw.overflow}'; results change")

@@ -1,0 +1,81 @@
+"""Random numbers: the two 64-bit idioms that narrowing would turn into garbage."""
+
+from __future__ import annotations
+
+from jax.extend.mlir import ir
+
+from x64guard.findings import Severity
+from x64guard.passes.rewriter import RewritePattern, Rewriter
+from x64guard.passes.tables import CONSTANT_OPS, FLOAT64_ONE_BITS
+
+# How far from the 1.0-bits constant the bitcast may be: broadcast_in_dim -> or -> bitcast.
+_IDIOM_DEPTH = 4
+
+
+class RefuseRngBitGenerator(RewritePattern):
+    """rng_bit_generator's state is 64-bit words by definition (THREE_FRY: 2xui64): a
+    ui32 state is a different generator, not a narrowed one."""
+
+    op_names = frozenset({"stablehlo.rng_bit_generator"})
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        types = [op.operands[0].type] + [r.type for r in op.results]
+        if all(rw.converter.convert(t) is None for t in types):
+            return False
+        rw.report("rng-state", Severity.ERROR, op,
+                  f"rng_bit_generator with state {types[0]} cannot be narrowed: its state and "
+                  "output are 64-bit words by definition and a 32-bit state is a different generator. "
+                  "Use jax.random's default threefry implementation with 32-bit outputs "
+                  "(jax.random.bits(key, dtype=jnp.uint32), dtype=jnp.float32 samplers), or keep this "
+                  "module in 64 bits (mode='allow')")
+        return True
+
+
+class RefuseFloat64RandomBits(RewritePattern):
+    """x64 jax.random builds float64 samples from uint64 bits: mantissa bits or-ed with
+    the bit pattern of 1.0 (a ui64 constant), then a bitcast to f64. Narrowed blindly this
+    yields garbage; the 32-bit program JAX traces uses a different idiom and stream.
+
+    Matched at the constant, the first op of the idiom the walk meets, and reported at
+    the bitcast that makes the float.
+    """
+
+    op_names = CONSTANT_OPS
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        result_type = op.results[0].type
+        if not isinstance(result_type, ir.ShapedType) or rw.converter.spelling(result_type.element_type) != "ui64":
+            return False
+        try:
+            attr = op.attributes["value"]
+        except TypeError:
+            return False
+        if not isinstance(attr, ir.DenseIntElementsAttr) or not attr.is_splat \
+                or attr.get_splat_value().value != FLOAT64_ONE_BITS:
+            return False
+        bitcast = _bitcast_to_f64_downstream(op, rw)
+        if bitcast is None:
+            return False
+        rw.report("rng-bits", Severity.ERROR, bitcast,
+                  "float64 random bits (uint64 mantissa or-ed with the bits of 1.0, bitcast to f64, as "
+                  "jax.random samples float64 under x64) cannot be narrowed: the result would be garbage. "
+                  "Ask jax.random for dtype=jnp.float32 in this function, or keep it in 64 bits (mode='allow')")
+        return True
+
+
+def _bitcast_to_f64_downstream(op: ir.Operation, rw: Rewriter) -> ir.Operation | None:
+    frontier = [op]
+    for _ in range(_IDIOM_DEPTH):
+        following = []
+        for producer in frontier:
+            for result in producer.results:
+                for use in result.uses:
+                    user = use.owner.operation
+                    if user.name == "stablehlo.bitcast_convert":
+                        out = user.results[0].type
+                        if isinstance(out, ir.ShapedType) and rw.converter.spelling(out.element_type) == "f64":
+                            return user
+                    elif user.name in ("stablehlo.broadcast_in_dim", "stablehlo.or"):
+                        following.append(user)
+        frontier = following
+    return None

@@ -1,0 +1,156 @@
+"""A small pattern-rewrite driver in the style of xDSL: one `RewritePattern` per op kind,
+a `Rewriter` that carries the shared state (type converter, findings, deferred erasures).
+
+MLIR's Python bindings offer no greedy driver for Python patterns, so the driver is a
+single pre-order walk: a parent's region arguments are converted before its body is
+visited, and every value is defined before it is used in the same block.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Callable, Iterable
+
+from jax.extend.mlir import ir
+
+from x64guard.findings import Finding, Severity
+from x64guard.passes.locations import LocationNames
+from x64guard.passes.types import TypeConverter
+
+
+class RewritePattern:
+    """Rewrites the ops named in `op_names`. One job per pattern.
+
+    `match_and_rewrite` returns True when it has dealt with the op completely: later
+    named patterns for that op are skipped (the generic type conversion still runs).
+    Patterns see operands already narrowed (the walk is pre-order) and results not yet.
+    """
+
+    op_names: frozenset[str] = frozenset()
+
+    def match_and_rewrite(self, op: ir.Operation, rewriter: "Rewriter") -> bool:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+
+class Rewriter:
+    """State shared by the patterns during one application of a pass."""
+
+    def __init__(self, context: ir.Context, *, overflow: str, dry_run: bool = False):
+        self.context = context
+        self.converter = TypeConverter(context)
+        self.overflow = overflow
+        # In a dry run (mode allow, `check`) patterns report but leave the module alone.
+        self.dry_run = dry_run
+        self._locations = LocationNames()
+        self._findings: Counter[tuple] = Counter()
+        # (op name, location attribute, function, old type) -> count: the raw material of
+        # the grouped type-narrowed findings and of `changes`, resolved once at the end.
+        self._narrowed: dict[tuple, int] = {}
+        self._location_of: dict[ir.Attribute, ir.Location] = {}
+        self._replacements: list[tuple[ir.Operation, ir.Value]] = []
+        # Ops whose findings another finding already explains (e.g. the constants of an
+        # RNG idiom the rng pattern refused as a whole).
+        self.explained: set[ir.Operation] = set()
+        # Narrowed splat constants, per (attribute, narrowed type).
+        self.splat_cache: dict[tuple, ir.Attribute] = {}
+        self.function = "?"
+        # Callee -> where it is first called from: the location of ops in functions that
+        # carry none of their own.
+        self.call_sites: dict[str, str] = {}
+        self.op_index = 0
+
+    # --- where -----------------------------------------------------------------
+    def where(self, op: ir.Operation) -> str:
+        """file:line:col of `op`; for an op without one (JAX's library code in a private
+        function), the first call site of its function; else its position."""
+        file_loc, _ = self._locations.resolve(op.location)
+        return file_loc or self._function_site(self.function) or f"@{self.function} op #{self.op_index}"
+
+    def record_call(self, op: ir.Operation) -> None:
+        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        if callee not in self.call_sites:
+            site = self._locations.resolve(op.location)[0] or self.call_sites.get(self.function)
+            if site:
+                self.call_sites[callee] = site
+
+    def _function_site(self, function: str) -> str | None:
+        site = self.call_sites.get(function)
+        return f"{site} (in @{function})" if site else None
+
+    def jax_name(self, op: ir.Operation) -> str | None:
+        return self._locations.resolve(op.location)[1]
+
+    # --- findings --------------------------------------------------------------
+    def report(self, kind: str, severity: Severity, op: ir.Operation, message: str,
+               op_name: str | None = None) -> None:
+        self._findings[(kind, severity, op_name or op.name, self.where(op), message)] += 1
+
+    def record_narrowed(self, op: ir.Operation, name: str, old_types: list[ir.Type]) -> None:
+        """`op` changed these types (results, block arguments, type attributes)."""
+        location = op.location
+        attr = location.attr
+        if attr not in self._location_of:
+            self._location_of[attr] = location
+        narrowed, function = self._narrowed, self.function
+        for old in old_types:
+            key = (name, attr, function, old)
+            narrowed[key] = narrowed.get(key, 0) + 1
+
+    def changes(self) -> dict[str, int]:
+        out: Counter[str] = Counter()
+        for (_, _, _, old), n in self._narrowed.items():
+            out[self.converter.change_key(old)] += n
+        return dict(out)
+
+    def findings(self) -> list[Finding]:
+        out = [Finding(kind, sev, name, where, msg, count)
+               for (kind, sev, name, where, msg), count in self._findings.items()]
+        grouped: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+        for (name, attr, function, old), n in self._narrowed.items():
+            where = (self._locations.resolve(self._location_of[attr])[0]
+                     or self._function_site(function) or f"@{function}")
+            grouped[(name, where)][self.converter.change_key(old)] += n
+        for (name, where), keys in grouped.items():
+            summary = ", ".join(f"{k}" + (f" x{n}" if n > 1 else "") for k, n in sorted(keys.items()))
+            out.append(Finding("type-narrowed", Severity.INFO, name, where,
+                               f"narrowed {summary}", sum(keys.values())))
+        return out
+
+    # --- mutations -------------------------------------------------------------
+    def replace_with_value(self, op: ir.Operation, value: ir.Value) -> None:
+        """Replace `op`'s single result by `value`; erased after the walk."""
+        self._replacements.append((op, value))
+
+    def finish(self) -> None:
+        for op, value in self._replacements:
+            op.results[0].replace_all_uses_with(value)
+            op.erase()
+        self._replacements.clear()
+
+
+def walk(module: ir.Module, visit: Callable[[ir.Operation], object]) -> None:
+    """Pre-order walk that lets Python exceptions through unchanged.
+
+    `visit` must return `ir.WalkResult.ADVANCE`; the bindings would wrap an exception
+    raised inside it in a RuntimeError, so `guarded` keeps it and `walk` re-raises it.
+    """
+    failure: list[BaseException] = []
+
+    def guarded(op: ir.Operation) -> ir.WalkResult:
+        try:
+            return visit(op)
+        except BaseException as exc:  # re-raised below, with its own type and traceback
+            failure.append(exc)
+            return ir.WalkResult.INTERRUPT
+
+    module.operation.walk(guarded, ir.WalkOrder.PRE_ORDER)
+    if failure:
+        raise failure[0]
+
+
+def index_patterns(patterns: Iterable[RewritePattern]) -> dict[str, list[RewritePattern]]:
+    table: dict[str, list[RewritePattern]] = defaultdict(list)
+    for pattern in patterns:
+        for name in pattern.op_names:
+            table[name].append(pattern)
+    return dict(table)

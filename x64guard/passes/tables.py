@@ -1,0 +1,111 @@
+"""The data the narrowing pass is driven by: small tables beside small pure functions.
+
+Kept in the spirit of JAX's ``jax/_src/dtypes.py`` (``_dtype_to_32bit_dtype``): adding a
+type, a sentinel, a LAPACK kernel or a target is one entry here, not new code.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+# 64-bit element type -> its 32-bit counterpart, by MLIR spelling. Exactly JAX's
+# canonicalization: int64->int32, uint64->uint32, float64->float32, complex128->complex64.
+NARROW_ELEMENT_TYPE: dict[str, str] = {
+    "i64": "i32",
+    "si64": "si32",
+    "ui64": "ui32",
+    "f64": "f32",
+    "complex<f64>": "complex<f32>",
+}
+
+# numpy dtypes used to carry constant values across the change.
+NUMPY_DTYPE: dict[str, np.dtype] = {
+    "i64": np.dtype(np.int64), "si64": np.dtype(np.int64), "ui64": np.dtype(np.uint64),
+    "f64": np.dtype(np.float64), "complex<f64>": np.dtype(np.complex128),
+    "i32": np.dtype(np.int32), "si32": np.dtype(np.int32), "ui32": np.dtype(np.uint32),
+    "f32": np.dtype(np.float32), "complex<f32>": np.dtype(np.complex64),
+}
+
+# Exact 64-bit sentinels (init values of max/min reductions, iinfo/finfo bounds) and the
+# 32-bit value JAX produces for the same Python expression when it traces with x64 off.
+INTEGER_SENTINELS: dict[str, dict[int, int]] = {
+    "i64": {-(2**63): -(2**31), 2**63 - 1: 2**31 - 1},
+    "si64": {-(2**63): -(2**31), 2**63 - 1: 2**31 - 1},
+    "ui64": {2**64 - 1: 2**32 - 1},
+}
+FLOAT64_MAX = float(np.finfo(np.float64).max)
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+FLOAT_SENTINELS: dict[float, float] = {FLOAT64_MAX: FLOAT32_MAX, -FLOAT64_MAX: -FLOAT32_MAX}
+
+# reduce_precision: the widest format a 32-bit float can represent.
+F32_EXPONENT_BITS = 8
+F32_MANTISSA_BITS = 23
+
+# Ops whose `value` attribute is data (the only dense i64 attributes that are not structure).
+CONSTANT_OPS: frozenset[str] = frozenset({"stablehlo.constant", "mhlo.constant", "arith.constant"})
+
+# custom_call targets whose meaning does not depend on the element type: narrowing the
+# types of their operands and results is exactly what x32 tracing produces.
+TYPE_GENERIC_CUSTOM_CALLS: frozenset[str] = frozenset({
+    "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "MoveToHost", "MoveToDevice",
+    "annotate_device_placement", "LayoutConstraint",
+    # jaxlib FFI kernels that read the element type from their buffers.
+    "tridiagonal_solve_perturbed_ffi", "cpu_lu_pivots_to_permutation",
+})
+
+# LAPACK / BLAS kernels encode the element type in their name (jaxlib's
+# `build_lapack_fn_target`): double -> single, double complex -> single complex.
+# The regular rule covers `lapack_d*` / `lapack_z*`; names outside it are listed.
+_LAPACK_NAME = re.compile(r"^(lapack_)([dz])([a-z0-9]+(?:_ffi)?)$")
+_SINGLE_PRECISION_LETTER = {"d": "s", "z": "c"}
+IRREGULAR_CUSTOM_CALL_RENAMES: dict[str, str] = {
+    # jaxlib before the FFI move called BLAS's trsm under its own prefix.
+    "blas_dtrsm": "blas_strsm",
+    "blas_ztrsm": "blas_ctrsm",
+}
+
+
+def narrowed_custom_call_target(target: str) -> str | None:
+    """The single-precision kernel name for a double-precision one, or None if unknown."""
+    if target in IRREGULAR_CUSTOM_CALL_RENAMES:
+        return IRREGULAR_CUSTOM_CALL_RENAMES[target]
+    match = _LAPACK_NAME.match(target)
+    if match is None:
+        return None
+    prefix, letter, rest = match.groups()
+    return f"{prefix}{_SINGLE_PRECISION_LETTER[letter]}{rest}"
+
+
+@dataclass(frozen=True)
+class TargetProfile:
+    """What an accelerator accepts. `check` reports anything outside it."""
+
+    name: str
+    description: str
+    allow_64bit: bool = False
+    allow_complex: bool = True
+    # None: any custom_call target is accepted; otherwise only these (and their prefixes).
+    known_custom_calls: frozenset[str] | None = None
+
+
+TARGET_PROFILES: dict[str, TargetProfile] = {
+    "x32": TargetProfile("x32", "no 64-bit element types"),
+    "neuron": TargetProfile(
+        "neuron",
+        "AWS Neuron: no 64-bit element types, no complex types, only known custom_call targets",
+        allow_complex=False,
+        known_custom_calls=frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape",
+                                      "AwsNeuronCustomNativeKernel", "AwsNeuronTopK"}),
+    ),
+    "x64": TargetProfile("x64", "accepts everything (a host CPU or GPU)", allow_64bit=True),
+}
+
+# The bit pattern of float64 1.0: x64 `jax.random` ors it into uint64 mantissa bits
+# before a bitcast to float64.
+FLOAT64_ONE_BITS = 0x3FF0000000000000
+
+# Dialects whose ops never carry a TypeAttr: the generic rule skips their attributes.
+TYPE_ATTR_FREE_DIALECTS: tuple[str, ...] = ("stablehlo.", "chlo.", "sdy.", "mhlo.", "vhlo.")

@@ -1,0 +1,136 @@
+"""Pure functions that narrow constant values: numpy in, numpy out, plus what was lossy.
+
+Floats round to nearest even (numpy's `astype`, the bits JAX produces when it builds
+the same constant with x64 off). Exact 64-bit sentinels map to their 32-bit sentinels.
+Anything else the 32-bit type cannot hold is reported, and handled by the overflow policy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from x64guard.passes.tables import FLOAT32_MAX, FLOAT_SENTINELS, INTEGER_SENTINELS, NUMPY_DTYPE
+
+_INT32_RANGE = {"i64": (-(2**31), 2**31 - 1), "si64": (-(2**31), 2**31 - 1), "ui64": (0, 2**32 - 1)}
+_EXAMPLES = 3
+
+
+@dataclass
+class NarrowedValues:
+    values: np.ndarray
+    sentinels: int = 0
+    out_of_range: int = 0
+    examples: list = field(default_factory=list)  # a few offending values, for messages
+    underflow: int = 0
+
+
+def narrow_integers(values: np.ndarray, wide: str, narrow: str, overflow: str) -> NarrowedValues:
+    """int64/uint64 -> int32/uint32. `overflow`: error (values kept, caller refuses),
+    saturate (clip to the 32-bit range) or wrap (two's complement truncation)."""
+    lo, hi = _INT32_RANGE[wide]
+    values = np.asarray(values)
+    sentinel_mask = np.zeros(values.shape, dtype=bool)
+    result_overrides = []
+    for wide_value, narrow_value in INTEGER_SENTINELS.get(wide, {}).items():
+        mask = values == wide_value
+        if mask.any():
+            sentinel_mask |= mask
+            result_overrides.append((mask, narrow_value))
+    bad = ((values < lo) | (values > hi)) & ~sentinel_mask
+    out = NarrowedValues(values=np.empty(values.shape, NUMPY_DTYPE[narrow]))
+    out.sentinels = int(sentinel_mask.sum())
+    out.out_of_range = int(bad.sum())
+    if out.out_of_range:
+        out.examples = [int(v) for v in values[bad].ravel()[:_EXAMPLES]]
+    if overflow == "saturate":
+        out.values[...] = np.clip(values, lo, hi)
+    else:  # wrap, or error (the caller refuses; the wrapped values are never used)
+        out.values[...] = values.astype(NUMPY_DTYPE[narrow], casting="unsafe")
+    for mask, narrow_value in result_overrides:
+        out.values[mask] = narrow_value
+    return out
+
+
+def narrow_floats(values: np.ndarray, overflow: str) -> NarrowedValues:
+    """float64 -> float32, round to nearest even. Finite values beyond float32's range
+    are out of range (saturate: clip to +-max; wrap: IEEE rounding to +-inf)."""
+    values = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        narrowed = values.astype(np.float32)
+    out = NarrowedValues(values=narrowed)
+    sentinel_mask = np.zeros(values.shape, dtype=bool)
+    for wide_value, narrow_value in FLOAT_SENTINELS.items():
+        mask = values == wide_value
+        if mask.any():
+            sentinel_mask |= mask
+            narrowed[mask] = narrow_value
+    out.sentinels = int(sentinel_mask.sum())
+    bad = np.isfinite(values) & ~np.isfinite(narrowed) & ~sentinel_mask
+    out.out_of_range = int(bad.sum())
+    if out.out_of_range:
+        out.examples = [float(v) for v in values[bad].ravel()[:_EXAMPLES]]
+        if overflow == "saturate":
+            narrowed[bad] = np.copysign(FLOAT32_MAX, values[bad])
+    out.underflow = int(((values != 0) & (narrowed == 0)).sum())
+    return out
+
+
+def narrow_complex(values: np.ndarray, overflow: str) -> NarrowedValues:
+    """complex128 -> complex64, each part as `narrow_floats`."""
+    values = np.asarray(values, dtype=np.complex128)
+    real = narrow_floats(values.real, overflow)
+    imag = narrow_floats(values.imag, overflow)
+    out = NarrowedValues(values=np.empty(values.shape, np.complex64))
+    out.values.real, out.values.imag = real.values, imag.values  # exact parts, no arithmetic
+    out.sentinels = real.sentinels + imag.sentinels
+    out.out_of_range = real.out_of_range + imag.out_of_range
+    out.examples = (real.examples + imag.examples)[:_EXAMPLES]
+    out.underflow = real.underflow + imag.underflow
+    return out
+
+
+def narrow_values(values: np.ndarray, wide: str, narrow: str, overflow: str) -> NarrowedValues:
+    if wide == "f64":
+        return narrow_floats(values, overflow)
+    if wide == "complex<f64>":
+        return narrow_complex(values, overflow)
+    return narrow_integers(values, wide, narrow, overflow)
+
+
+def narrow_scalar(value, wide: str, narrow: str, overflow: str) -> NarrowedValues:
+    """The same semantics as `narrow_values` for one Python number, without numpy's
+    per-call overhead (most constants in a module are scalars or splats)."""
+    if wide in _INT32_RANGE:
+        lo, hi = _INT32_RANGE[wide]
+        sentinel = INTEGER_SENTINELS.get(wide, {}).get(value)
+        if sentinel is not None:
+            return NarrowedValues(values=np.array(sentinel, NUMPY_DTYPE[narrow]), sentinels=1)
+        if lo <= value <= hi:
+            return NarrowedValues(values=np.array(value, NUMPY_DTYPE[narrow]))
+    elif wide == "f64":
+        sentinel = FLOAT_SENTINELS.get(value)
+        if sentinel is not None:
+            return NarrowedValues(values=np.array(sentinel, np.float32), sentinels=1)
+        if -FLOAT32_MAX <= value <= FLOAT32_MAX:  # finite, cannot overflow
+            narrowed = np.float32(value)
+            if narrowed != 0 or value == 0:
+                return NarrowedValues(values=np.array(narrowed))
+    return narrow_values(np.array(value, dtype=NUMPY_DTYPE[wide]), wide, narrow, overflow)
+
+
+_NARROW_INT_RANGE = {"i32": (-(2**31), 2**31 - 1), "si32": (-(2**31), 2**31 - 1), "ui32": (0, 2**32 - 1)}
+
+
+def exact_scalar(value, narrow: str):
+    """`value` as the 32-bit type holds it when that needs no report (in range, not a
+    sentinel, not underflowing), else None. The hot path for splat constants."""
+    if isinstance(value, int):
+        lo, hi = _NARROW_INT_RANGE[narrow]
+        return value if lo <= value <= hi else None
+    if -FLOAT32_MAX <= value <= FLOAT32_MAX:  # finite; +-float64 max is a sentinel, not here
+        narrowed = float(np.float32(value))
+        if narrowed != 0.0 or value == 0.0:
+            return narrowed
+    return None
