@@ -33,3 +33,29 @@ def check_jax_version() -> None:
                 f"{'.'.join(map(str, high))}, but {name} {version} is installed. Its MLIR bindings change "
                 f"between releases; install a tested version (pip install 'jax>=0.10,<0.11' 'jaxlib>=0.10,<0.11') "
                 f"or set {ALLOW_UNTESTED_ENV}=1 to try anyway.")
+
+
+def compile_stablehlo(module, platform: str = "cpu"):
+    """Compile a StableHLO module (text or ir.Module) for one device of `platform`.
+
+    JAX has no public hook between its lowering and its compile; this uses the same
+    backend call JAX's own dispatch uses. Returns (executable, device).
+    """
+    import jax.extend.backend
+    from jax._src import compiler
+    from jax._src.lib import xla_client
+
+    backend = jax.extend.backend.get_backend(platform)
+    device = backend.devices()[0]
+    options = compiler.get_compile_options(num_replicas=1, num_partitions=1, backend=backend)
+    text = module if isinstance(module, str) else module.operation.get_asm(enable_debug_info=True)
+    return backend.compile_and_load(text, xla_client.DeviceList((device,)), options), device
+
+
+def run_compiled(executable, device, args) -> list:
+    """Run what `compile_stablehlo` returned on numpy inputs; numpy outputs."""
+    import jax
+    import numpy as np
+
+    inputs = [jax.device_put(np.asarray(a), device) for a in args]
+    return [np.asarray(out) for out in executable.execute(inputs)]

@@ -129,7 +129,7 @@ def _parse_bytes(data: bytes) -> tuple[ir.Module, SourceFormat]:
 
 
 def _is_vhlo(module: ir.Module) -> bool:
-    return any(op.name.startswith("vhlo.") for op in module.body.operations)
+    return any(op.operation.name.startswith("vhlo.") for op in module.body.operations)
 
 
 def _first_diagnostic(exc: Exception) -> str:

@@ -25,6 +25,7 @@ class ConvertOpTypes:
     def __init__(self, rw: Rewriter) -> None:
         self._rw = rw
         self._scan_attributes: dict[str, bool] = {}
+        self._unregistered: dict[str, bool] = {}
 
     def apply(self, op: ir.Operation, name: str) -> None:
         rw = self._rw
@@ -58,10 +59,15 @@ class ConvertOpTypes:
         if scan is None:
             scan = self._scan_attributes[name] = (
                 name not in CONSTANT_OPS and not name.startswith(TYPE_ATTR_FREE_DIALECTS))
+            self._unregistered[name] = not rw.context.is_registered_operation(name)
         if scan:
             self._convert_type_attributes(op, rw, olds)
         if olds:
             rw.record_narrowed(op, name, olds)
+            if self._unregistered[name]:
+                rw.report("unknown-op", Severity.WARNING, op,
+                          f"{name} is an op x64guard does not know: its types were narrowed generically. If its "
+                          "meaning depends on bit widths, keep this module in 64 bits (mode='allow')")
 
     @staticmethod
     def _convert_type_attributes(op: ir.Operation, rw: Rewriter, olds: list[ir.Type]) -> None:

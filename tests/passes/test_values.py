@@ -1,0 +1,80 @@
+"""The pure value rules: rounding, sentinels, ranges, overflow policies."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from x64guard.passes.values import exact_scalar, narrow_floats, narrow_integers, narrow_scalar, narrow_values
+
+
+def test_floats_round_to_nearest_even_like_numpy():
+    values = np.array([np.pi, 0.1, 1 / 3, 1e-3, -2.5, 16777217.0])
+    out = narrow_floats(values, "error")
+    assert out.values.dtype == np.float32
+    assert out.values.tobytes() == values.astype(np.float32).tobytes()
+    assert np.float32(np.pi) == np.float32(3.1415927)  # round to nearest, not toward zero
+    assert out.out_of_range == 0
+
+
+def test_float64_max_is_a_sentinel():
+    out = narrow_floats(np.array([np.finfo(np.float64).max, -np.finfo(np.float64).max]), "error")
+    assert out.sentinels == 2 and out.out_of_range == 0
+    assert list(out.values) == [np.finfo(np.float32).max, -np.finfo(np.float32).max]
+
+
+def test_finite_floats_beyond_f32_are_out_of_range_and_policies_apply():
+    values = np.array([1e300, -1e39, np.inf, np.nan])
+    assert narrow_floats(values, "error").out_of_range == 2
+    saturated = narrow_floats(values, "saturate").values
+    assert saturated[0] == np.finfo(np.float32).max and saturated[1] == -np.finfo(np.float32).max
+    assert np.isinf(saturated[2]) and np.isnan(saturated[3])
+    wrapped = narrow_floats(values, "wrap").values
+    assert np.isposinf(wrapped[0]) and np.isneginf(wrapped[1])
+
+
+def test_underflow_is_counted():
+    assert narrow_floats(np.array([1e-300, 0.0, 1.0]), "error").underflow == 1
+
+
+def test_integer_sentinels_saturate_exactly():
+    values = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max, 7], dtype=np.int64)
+    out = narrow_integers(values, "i64", "i32", "error")
+    assert out.sentinels == 2 and out.out_of_range == 0
+    assert list(out.values) == [np.iinfo(np.int32).min, np.iinfo(np.int32).max, 7]
+    u = narrow_integers(np.array([2**64 - 1, 5], dtype=np.uint64), "ui64", "ui32", "error")
+    assert list(u.values) == [2**32 - 1, 5] and u.values.dtype == np.uint32
+
+
+def test_out_of_range_integers_and_policies():
+    values = np.array([3_000_000_000, 2**40, -(2**31) - 1, 1], dtype=np.int64)
+    out = narrow_integers(values, "i64", "i32", "error")
+    assert out.out_of_range == 3 and out.examples[:2] == [3_000_000_000, 2**40]
+    assert list(narrow_integers(values, "i64", "i32", "saturate").values) == [2**31 - 1, 2**31 - 1, -(2**31), 1]
+    assert list(narrow_integers(values, "i64", "i32", "wrap").values) == [-1294967296, 0, 2**31 - 1, 1]
+    assert narrow_integers(np.array([2**33], np.uint64), "ui64", "ui32", "error").out_of_range == 1
+
+
+def test_complex_parts_narrow_independently():
+    values = np.array([np.pi + 1j * 0.1, 1e300 + 1j])
+    out = narrow_values(values, "complex<f64>", "complex<f32>", "error")
+    assert out.values.dtype == np.complex64
+    assert out.values[0].real == np.float32(np.pi) and out.values[0].imag == np.float32(0.1)
+    assert out.out_of_range == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.floats(allow_nan=False, width=64), st.integers(-(2**63), 2**63 - 1)))
+def test_scalar_fast_paths_agree_with_the_array_rule(value):
+    if isinstance(value, float):
+        wide, narrow = "f64", "f32"
+    else:
+        wide, narrow = "i64", "i32"
+    array_rule = narrow_values(np.array(value, dtype=np.float64 if wide == "f64" else np.int64), wide, narrow, "error")
+    scalar_rule = narrow_scalar(value, wide, narrow, "error")
+    assert scalar_rule.values.tobytes() == array_rule.values.tobytes()
+    assert (scalar_rule.out_of_range, scalar_rule.sentinels) == (array_rule.out_of_range, array_rule.sentinels)
+    exact = exact_scalar(value, narrow)
+    if exact is not None:  # the hot path only answers when nothing needs reporting
+        assert array_rule.out_of_range == 0 and array_rule.sentinels == 0 and array_rule.underflow == 0
+        assert np.array(exact, dtype=array_rule.values.dtype).tobytes() == array_rule.values.tobytes()
