@@ -27,10 +27,11 @@ class NarrowResult:
     changes: dict[str, int] = field(default_factory=dict)
     mode: Mode = Mode.WARN
     source_format: mlir.SourceFormat = mlir.SourceFormat.TEXT
+    verified: bool = False
 
     @cached_property
     def text(self) -> str:
-        return mlir.to_text(self.module)
+        return mlir.to_text(self.module, verified=self.verified)
 
     def bytecode(self) -> bytes:
         return mlir.to_bytecode(self.module)
@@ -77,6 +78,7 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
                 f"x64guard cannot narrow this module without changing its result "
                 f"({len(blocking)} problem(s)):\n{format_findings(blocking)}", blocking)
         _verify(working, out.findings)
+        out.verified = True
         _warn(out)
     return out
 

@@ -140,8 +140,12 @@ def _first_diagnostic(exc: Exception) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def to_text(module: ir.Module) -> str:
-    return module.operation.get_asm(enable_debug_info=True, large_elements_limit=None)
+def to_text(module: ir.Module, *, verified: bool = False) -> str:
+    """The module's text with locations. `verified=True` skips the printer's own
+    verification (x64guard verified the module already); never pass it for IR that has
+    not been verified, MLIR may crash printing invalid IR."""
+    return module.operation.get_asm(enable_debug_info=True, large_elements_limit=None,
+                                    assume_verified=verified)
 
 
 def to_bytecode(module: ir.Module) -> bytes:

@@ -24,11 +24,13 @@ class LocationNames:
 
     def resolve(self, location: ir.Location) -> tuple[str | None, str | None]:
         """(file:line:col or None, JAX's op name such as 'jit(f)/mul' or None)."""
-        key = location.attr
-        found = self._cache.get(key)
+        return self.resolve_attr(location.attr)
+
+    def resolve_attr(self, attr: ir.Attribute) -> tuple[str | None, str | None]:
+        """The same, keyed by the location's attribute (Location objects hash by identity)."""
+        found = self._cache.get(attr)
         if found is None:
-            found = parse_location(str(location))
-            self._cache[key] = found
+            found = self._cache[attr] = parse_location(str(attr))
         return found
 
 

@@ -12,7 +12,7 @@ from jax.extend.mlir import ir
 
 from x64guard.findings import Finding
 from x64guard.passes.patterns import SPECIAL_PATTERNS, ConvertOpTypes
-from x64guard.passes.rewriter import Rewriter, index_patterns, walk
+from x64guard.passes.rewriter import Rewriter, index_patterns
 
 
 @dataclass
@@ -38,22 +38,34 @@ class NarrowX64Pass:
         patterns = self._patterns
         advance = ir.WalkResult.ADVANCE
 
+        failure: list[BaseException] = []
+        interrupt = ir.WalkResult.INTERRUPT
+
+        # The hot loop: one call per op. Exceptions are kept and re-raised after the walk
+        # (the bindings would wrap them in a RuntimeError).
         def visit(op: ir.Operation) -> ir.WalkResult:
-            rw.op_index += 1
-            name = op.name
-            special = patterns.get(name)
-            if special is not None:
-                for pattern in special:
-                    if pattern.match_and_rewrite(op, rw):
-                        break
-            elif name == "func.func":
-                rw.function = ir.StringAttr(op.attributes["sym_name"]).value
-            elif name == "func.call":
-                rw.record_call(op)
-            apply_generic(op, name)
-            return advance
+            try:
+                rw.op_index += 1
+                name = op.name
+                rw.result_types = types = op.results.types
+                special = patterns.get(name)
+                if special is not None:
+                    for pattern in special:
+                        if pattern.match_and_rewrite(op, rw):
+                            break
+                elif name == "func.func":
+                    rw.function = ir.StringAttr(op.attributes["sym_name"]).value
+                elif name == "func.call":
+                    rw.record_call(op)
+                apply_generic(op, name, types)
+                return advance
+            except BaseException as exc:
+                failure.append(exc)
+                return interrupt
 
         with module.context, ir.Location.unknown(module.context):
-            walk(module, visit)
+            module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+            if failure:
+                raise failure[0]
             rw.finish()
         return PassResult(findings=rw.findings(), changes=rw.changes())

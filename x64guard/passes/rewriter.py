@@ -23,7 +23,8 @@ class RewritePattern:
 
     `match_and_rewrite` returns True when it has dealt with the op completely: later
     named patterns for that op are skipped (the generic type conversion still runs).
-    Patterns see operands already narrowed (the walk is pre-order) and results not yet.
+    Patterns see operands already narrowed (the walk is pre-order) and results not yet;
+    `rewriter.result_types` holds the op's result types, fetched once per op.
     """
 
     op_names: frozenset[str] = frozenset()
@@ -43,10 +44,9 @@ class Rewriter:
         self.dry_run = dry_run
         self._locations = LocationNames()
         self._findings: Counter[tuple] = Counter()
-        # (op name, location attribute, function, old type) -> count: the raw material of
+        # (op name, location attribute, function, old type(s)) -> count: the raw material of
         # the grouped type-narrowed findings and of `changes`, resolved once at the end.
-        self._narrowed: dict[tuple, int] = {}
-        self._location_of: dict[ir.Attribute, ir.Location] = {}
+        self.narrowed_log: dict[tuple, int] = {}
         self._replacements: list[tuple[ir.Operation, ir.Value]] = []
         # Ops whose findings another finding already explains (e.g. the constants of an
         # RNG idiom the rng pattern refused as a whole).
@@ -54,6 +54,7 @@ class Rewriter:
         # Narrowed splat constants, per (attribute, narrowed type).
         self.splat_cache: dict[tuple, ir.Attribute] = {}
         self.function = "?"
+        self.result_types: list[ir.Type] = []
         # Callee -> where it is first called from: the location of ops in functions that
         # carry none of their own.
         self.call_sites: dict[str, str] = {}
@@ -87,29 +88,26 @@ class Rewriter:
 
     def record_narrowed(self, op: ir.Operation, name: str, old_types: list[ir.Type]) -> None:
         """`op` changed these types (results, block arguments, type attributes)."""
-        location = op.location
-        attr = location.attr
-        if attr not in self._location_of:
-            self._location_of[attr] = location
-        narrowed, function = self._narrowed, self.function
-        for old in old_types:
-            key = (name, attr, function, old)
-            narrowed[key] = narrowed.get(key, 0) + 1
+        # Keyed by the location's attribute: Location objects hash by identity.
+        key = (name, op.location.attr, self.function, old_types[0] if len(old_types) == 1 else tuple(old_types))
+        self.narrowed_log[key] = self.narrowed_log.get(key, 0) + 1
 
     def changes(self) -> dict[str, int]:
         out: Counter[str] = Counter()
-        for (_, _, _, old), n in self._narrowed.items():
-            out[self.converter.change_key(old)] += n
+        for (_, _, _, olds), n in self.narrowed_log.items():
+            for old in olds if isinstance(olds, tuple) else (olds,):
+                out[self.converter.change_key(old)] += n
         return dict(out)
 
     def findings(self) -> list[Finding]:
         out = [Finding(kind, sev, name, where, msg, count)
                for (kind, sev, name, where, msg), count in self._findings.items()]
         grouped: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
-        for (name, attr, function, old), n in self._narrowed.items():
-            where = (self._locations.resolve(self._location_of[attr])[0]
+        for (name, location, function, olds), n in self.narrowed_log.items():
+            where = (self._locations.resolve_attr(location)[0]
                      or self._function_site(function) or f"@{function}")
-            grouped[(name, where)][self.converter.change_key(old)] += n
+            for old in olds if isinstance(olds, tuple) else (olds,):
+                grouped[(name, where)][self.converter.change_key(old)] += n
         for (name, where), keys in grouped.items():
             summary = ", ".join(f"{k}" + (f" x{n}" if n > 1 else "") for k, n in sorted(keys.items()))
             out.append(Finding("type-narrowed", Severity.INFO, name, where,

@@ -27,6 +27,7 @@ class TypeConverter:
         self._change_key: dict[ir.Type, str] = {}
         self._scalar: dict[str, ir.Type] = {}
         self._spelling: dict[ir.Type, str] = {}
+        self._element_spelling: dict[ir.Type, str] = {}
         with context:
             for wide, narrow in NARROW_ELEMENT_TYPE.items():
                 self._scalar[wide] = ir.Type.parse(narrow)
@@ -47,6 +48,13 @@ class TypeConverter:
         s = self._spelling.get(t)
         if s is None:
             s = self._spelling[t] = str(t)
+        return s
+
+    def element_spelling(self, t: ir.Type) -> str:
+        """The element type's spelling of a shaped type (the type's own otherwise), cached."""
+        s = self._element_spelling.get(t)
+        if s is None:
+            s = self._element_spelling[t] = str(t.element_type if isinstance(t, ir.ShapedType) else t)
         return s
 
     def change_key(self, t: ir.Type) -> str:

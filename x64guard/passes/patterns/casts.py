@@ -23,7 +23,7 @@ class RemoveIdentityConvert(RewritePattern):
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
         operand = op.operands[0]
-        if narrowed(rw, operand.type) == narrowed(rw, op.results[0].type) and not rw.dry_run:
+        if narrowed(rw, operand.type) == narrowed(rw, rw.result_types[0]) and not rw.dry_run:
             rw.replace_with_value(op, operand)
         return True
 
@@ -62,7 +62,7 @@ class NarrowBitcastConvert(RewritePattern):
     op_names = frozenset({"stablehlo.bitcast_convert"})
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        source, result = op.operands[0].type, op.results[0].type
+        source, result = op.operands[0].type, rw.result_types[0]
         new_source, new_result = narrowed(rw, source), narrowed(rw, result)
         if not bitcast_is_valid(new_source, new_result):
             rw.report("bitcast-width", Severity.ERROR, op,
@@ -78,7 +78,7 @@ class NarrowReducePrecision(RewritePattern):
     op_names = frozenset({"stablehlo.reduce_precision"})
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        if rw.converter.convert(op.results[0].type) is None or rw.dry_run:
+        if rw.converter.convert(rw.result_types[0]) is None or rw.dry_run:
             return False
         for name, limit in (("exponent_bits", F32_EXPONENT_BITS), ("mantissa_bits", F32_MANTISSA_BITS)):
             bits = op.attributes[name]

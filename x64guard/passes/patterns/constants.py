@@ -18,14 +18,14 @@ class NarrowConstant(RewritePattern):
     op_names = CONSTANT_OPS
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        old_type = op.results[0].type
+        old_type = rw.result_types[0]
         new_type = rw.converter.convert(old_type)
         if new_type is None:
             return False
         if self._narrow_clean_splat(op, rw, new_type):
             return True
-        wide = str(element_of(old_type))
-        narrow = str(element_of(new_type))
+        wide = rw.converter.element_spelling(old_type)
+        narrow = rw.converter.element_spelling(new_type)
         try:
             values, splat = read_constant(op, old_type)
         except UnreadableConstant as exc:
@@ -61,7 +61,7 @@ class NarrowConstant(RewritePattern):
         narrowed = rw.splat_cache.get(key)
         if narrowed is None:
             element = new_type.element_type
-            value = exact_scalar(attr.get_splat_value().value, rw.converter.spelling(element))
+            value = exact_scalar(attr.get_splat_value().value, rw.converter.element_spelling(new_type))
             if value is None:
                 return False  # the general path narrows and reports it
             narrowed = rw.splat_cache[key] = ir.DenseElementsAttr.get_splat(new_type, scalar_attr(element, value))

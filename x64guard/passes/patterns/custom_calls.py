@@ -19,7 +19,7 @@ class NarrowCustomCall(RewritePattern):
     op_names = frozenset({"stablehlo.custom_call"})
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        types = [v.type for v in op.operands] + [r.type for r in op.results]
+        types = [v.type for v in op.operands] + list(rw.result_types)
         if all(rw.converter.convert(t) is None for t in types):
             return False
         target = custom_call_target(op)

@@ -24,53 +24,67 @@ class ConvertOpTypes:
 
     def __init__(self, rw: Rewriter) -> None:
         self._rw = rw
-        self._scan_attributes: dict[str, bool] = {}
-        self._unregistered: dict[str, bool] = {}
+        # Per op name: (may have regions, may have TypeAttrs, unregistered). Learned from
+        # the first op of each name; ops of the registered JAX dialects have a fixed
+        # region count and never a TypeAttr, so most ops skip both looks.
+        self._op_info: dict[str, tuple[bool, bool, bool]] = {}
 
-    def apply(self, op: ir.Operation, name: str) -> None:
+    def _learn(self, op: ir.Operation, name: str) -> tuple[bool, bool, bool]:
+        unregistered = not self._rw.context.is_registered_operation(name)
+        fixed_shape = name.startswith(TYPE_ATTR_FREE_DIALECTS) and not unregistered
+        info = (not fixed_shape or len(op.regions) > 0,
+                name not in CONSTANT_OPS and not fixed_shape,
+                unregistered)
+        self._op_info[name] = info
+        return info
+
+    def apply(self, op: ir.Operation, name: str, result_types: list[ir.Type]) -> None:
         rw = self._rw
-        cache = rw.converter.cache
-        olds: list[ir.Type] = []
-        for value in op.results:
-            old = value.type
+        info = self._op_info.get(name) or self._learn(op, name)
+        converter = rw.converter
+        cache = converter.cache
+        olds = None
+        index = 0
+        for old in result_types:
             new = cache.get(old, _MISSING)
             if new is _MISSING:
-                new = rw.converter.convert(old)
+                new = converter.convert(old)
             if new is not None:
-                olds.append(old)
+                if olds is None:
+                    olds = [old]
+                else:
+                    olds.append(old)
                 if not rw.dry_run:
-                    value.set_type(new)
-            elif old in rw.converter.unsupported:
+                    (op.result if len(result_types) == 1 else op.results[index]).set_type(new)
+            elif old in converter.unsupported:
                 report_unsupported_type(rw, op, old)
-        regions = op.regions
-        if len(regions):
-            for region in regions:
+            index += 1
+        if info[0]:
+            for region in op.regions:
                 for block in region.blocks:
                     for arg in block.arguments:
                         old = arg.type
-                        new = rw.converter.convert(old)
+                        new = converter.convert(old)
                         if new is not None:
-                            olds.append(old)
+                            olds = (olds or []) + [old]
                             if not rw.dry_run:
                                 arg.set_type(new)
-                        elif old in rw.converter.unsupported:
+                        elif old in converter.unsupported:
                             report_unsupported_type(rw, op, old)
-        scan = self._scan_attributes.get(name)
-        if scan is None:
-            scan = self._scan_attributes[name] = (
-                name not in CONSTANT_OPS and not name.startswith(TYPE_ATTR_FREE_DIALECTS))
-            self._unregistered[name] = not rw.context.is_registered_operation(name)
-        if scan:
-            self._convert_type_attributes(op, rw, olds)
+        if info[1]:
+            olds = self._convert_type_attributes(op, rw, olds or [])
         if olds:
-            rw.record_narrowed(op, name, olds)
-            if self._unregistered[name]:
+            # Inlined Rewriter.record_narrowed: this runs for nearly every op.
+            key = (name, op.location.attr, rw.function, olds[0] if len(olds) == 1 else tuple(olds))
+            narrowed = rw.narrowed_log
+            narrowed[key] = narrowed.get(key, 0) + 1
+            if info[2]:
                 rw.report("unknown-op", Severity.WARNING, op,
                           f"{name} is an op x64guard does not know: its types were narrowed generically. If its "
                           "meaning depends on bit widths, keep this module in 64 bits (mode='allow')")
 
     @staticmethod
-    def _convert_type_attributes(op: ir.Operation, rw: Rewriter, olds: list[ir.Type]) -> None:
+    def _convert_type_attributes(op: ir.Operation, rw: Rewriter, olds: list[ir.Type]) -> list[ir.Type]:
         attributes = op.attributes
         for attr_name in list(attributes):
             attr = attributes[attr_name]
@@ -82,6 +96,7 @@ class ConvertOpTypes:
                 olds.append(old)
                 if not rw.dry_run:
                     attributes[attr_name] = ir.TypeAttr.get(new)
+        return olds
 
 
 def report_unsupported_type(rw: Rewriter, op: ir.Operation, t: ir.Type) -> None:

@@ -19,7 +19,7 @@ class RefuseRngBitGenerator(RewritePattern):
     op_names = frozenset({"stablehlo.rng_bit_generator"})
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        types = [op.operands[0].type] + [r.type for r in op.results]
+        types = [op.operands[0].type] + list(rw.result_types)
         if all(rw.converter.convert(t) is None for t in types):
             return False
         rw.report("rng-state", Severity.ERROR, op,
@@ -43,8 +43,7 @@ class RefuseFloat64RandomBits(RewritePattern):
     op_names = CONSTANT_OPS
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        result_type = op.results[0].type
-        if not isinstance(result_type, ir.ShapedType) or rw.converter.spelling(result_type.element_type) != "ui64":
+        if rw.converter.element_spelling(rw.result_types[0]) != "ui64":
             return False
         try:
             attr = op.attributes["value"]
@@ -72,8 +71,7 @@ def _bitcast_to_f64_downstream(op: ir.Operation, rw: Rewriter) -> ir.Operation |
                 for use in result.uses:
                     user = use.owner.operation
                     if user.name == "stablehlo.bitcast_convert":
-                        out = user.results[0].type
-                        if isinstance(out, ir.ShapedType) and rw.converter.spelling(out.element_type) == "f64":
+                        if rw.converter.element_spelling(user.results[0].type) == "f64":
                             return user
                     elif user.name in ("stablehlo.broadcast_in_dim", "stablehlo.or"):
                         following.append(user)

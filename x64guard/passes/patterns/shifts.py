@@ -20,7 +20,7 @@ class WarnShiftByWidth(RewritePattern):
     op_names = _SHIFTS
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        if rw.converter.convert(op.results[0].type) is None:
+        if rw.converter.convert(rw.result_types[0]) is None:
             return False
         amount = _constant_amount(op.operands[1])
         if amount is not None and amount >= 32:
