@@ -76,3 +76,18 @@ func.func @main(%x: tensor<3xf64>) -> tensor<3xf64> {
     assert "format = e8m23 : tensor<3xf32>" in result.text
     assert "format = e5m10 : tensor<3xf32>" in result.text
     assert wide_types(result.module) == []
+
+
+def test_chained_identity_converts_are_all_removed():
+    """Regression: erasing the first of two identity converts left the second holding a
+    dangling value (a segfault), found by the differential corpus."""
+    result = narrow_quietly("""
+func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = stablehlo.convert %x : (tensor<3xf32>) -> tensor<3xf64>
+  %1 = stablehlo.convert %0 : (tensor<3xf64>) -> tensor<3xf32>
+  %2 = stablehlo.convert %1 : (tensor<3xf32>) -> tensor<3xf64>
+  %3 = stablehlo.convert %2 : (tensor<3xf64>) -> tensor<3xf32>
+  return %3 : tensor<3xf32>
+}""")
+    assert "stablehlo.convert" not in result.text
+    assert "return %arg0 : tensor<3xf32>" in result.text

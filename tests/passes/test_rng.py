@@ -42,3 +42,13 @@ def test_float32_sampling_under_x64_narrows():
     from tests.conftest import narrow_quietly
     result = narrow_quietly(lower_x64(lambda k: jax.random.uniform(k, (3,), dtype=jnp.float32), KEY))
     assert result.module.operation.verify()
+
+
+def test_uint64_random_bits_are_refused_but_user_shifts_only_warn():
+    from tests.conftest import narrow_quietly
+    error = refusal(lower_x64(lambda k: jax.random.bits(k, (3,), dtype=jnp.uint64), KEY))
+    (finding,) = [f for f in error.findings if f.kind == "rng-bits"]
+    assert finding.op == "stablehlo.shift_left" and "@threefry2x32" in finding.message
+    result = narrow_quietly(lower_x64(lambda hi, lo: (hi.astype(jnp.uint64) << 32) | lo.astype(jnp.uint64),
+                                      np.arange(3, dtype=np.uint32), np.arange(3, dtype=np.uint32)))
+    assert "shift-by-width" in {f.kind for f in result.findings}

@@ -47,7 +47,7 @@ class Rewriter:
         # (op name, location attribute, function, old type(s)) -> count: the raw material of
         # the grouped type-narrowed findings and of `changes`, resolved once at the end.
         self.narrowed_log: dict[tuple, int] = {}
-        self._replacements: list[tuple[ir.Operation, ir.Value]] = []
+        self._forwarded: list[ir.Operation] = []
         # Ops whose findings another finding already explains (e.g. the constants of an
         # RNG idiom the rng pattern refused as a whole).
         self.explained: set[ir.Operation] = set()
@@ -115,15 +115,18 @@ class Rewriter:
         return out
 
     # --- mutations -------------------------------------------------------------
-    def replace_with_value(self, op: ir.Operation, value: ir.Value) -> None:
-        """Replace `op`'s single result by `value`; erased after the walk."""
-        self._replacements.append((op, value))
+    def forward_operand(self, op: ir.Operation) -> None:
+        """After the walk, replace `op`'s single result by its first operand and erase it."""
+        self._forwarded.append(op)
 
     def finish(self) -> None:
-        for op, value in self._replacements:
-            op.results[0].replace_all_uses_with(value)
+        # The operand is read only now, in walk order: when `op` forwards the result of
+        # an op forwarded before it (convert(convert(x))), its operand already is `x`.
+        # Holding the Value from walk time would dangle once its producer is erased.
+        for op in self._forwarded:
+            op.results[0].replace_all_uses_with(op.operands[0])
             op.erase()
-        self._replacements.clear()
+        self._forwarded.clear()
 
 
 def walk(module: ir.Module, visit: Callable[[ir.Operation], object]) -> None:

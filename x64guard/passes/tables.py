@@ -52,6 +52,8 @@ CONSTANT_OPS: frozenset[str] = frozenset({"stablehlo.constant", "mhlo.constant",
 TYPE_GENERIC_CUSTOM_CALLS: frozenset[str] = frozenset({
     "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "MoveToHost", "MoveToDevice",
     "annotate_device_placement", "LayoutConstraint",
+    # XLA's approximate top-k: type-generic, its comparator is an ordinary function.
+    "ApproxTopK",
     # jaxlib FFI kernels that read the element type from their buffers.
     "tridiagonal_solve_perturbed_ffi", "cpu_lu_pivots_to_permutation",
 })
@@ -109,3 +111,8 @@ FLOAT64_ONE_BITS = 0x3FF0000000000000
 
 # Dialects whose ops never carry a TypeAttr: the generic rule skips their attributes.
 TYPE_ATTR_FREE_DIALECTS: tuple[str, ...] = ("stablehlo.", "chlo.", "sdy.", "mhlo.", "vhlo.")
+
+# Functions JAX's PRNG implementations lower to: 64-bit words assembled from their 32-bit
+# outputs (`(hi << 32) | lo` for uint64 random bits) are a different stream from the one
+# JAX draws with x64 off.
+RNG_KERNEL_FUNCTIONS: tuple[str, ...] = ("threefry2x32", "threefry", "philox", "_threefry")

@@ -5,7 +5,7 @@ from x64guard.passes.patterns.shifts import WarnShiftByWidth
 from x64guard.passes.patterns.constants import NarrowConstant
 from x64guard.passes.patterns.custom_calls import NarrowCustomCall
 from x64guard.passes.patterns.generic import ConvertOpTypes
-from x64guard.passes.patterns.rng import RefuseFloat64RandomBits, RefuseRngBitGenerator
+from x64guard.passes.patterns.rng import RefuseFloat64RandomBits, RefuseRngBitGenerator, RefuseWideRandomWords
 
 # Named rules run before the generic conversion of the same op, in this order; the first
 # that deals with an op completely ends the named rules for it.
@@ -17,6 +17,7 @@ SPECIAL_PATTERNS = (
     NarrowReducePrecision(),
     NarrowCustomCall(),
     RefuseRngBitGenerator(),
+    RefuseWideRandomWords(),
     WarnShiftByWidth(),
 )
 

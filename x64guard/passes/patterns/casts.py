@@ -24,7 +24,7 @@ class RemoveIdentityConvert(RewritePattern):
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
         operand = op.operands[0]
         if narrowed(rw, operand.type) == narrowed(rw, rw.result_types[0]) and not rw.dry_run:
-            rw.replace_with_value(op, operand)
+            rw.forward_operand(op)
         return True
 
 

@@ -6,7 +6,7 @@ from jax.extend.mlir import ir
 
 from x64guard.findings import Severity
 from x64guard.passes.rewriter import RewritePattern, Rewriter
-from x64guard.passes.tables import CONSTANT_OPS, FLOAT64_ONE_BITS
+from x64guard.passes.tables import CONSTANT_OPS, FLOAT64_ONE_BITS, RNG_KERNEL_FUNCTIONS
 
 # How far from the 1.0-bits constant the bitcast may be: broadcast_in_dim -> or -> bitcast.
 _IDIOM_DEPTH = 4
@@ -73,7 +73,37 @@ def _bitcast_to_f64_downstream(op: ir.Operation, rw: Rewriter) -> ir.Operation |
                     if user.name == "stablehlo.bitcast_convert":
                         if rw.converter.element_spelling(user.results[0].type) == "f64":
                             return user
-                    elif user.name in ("stablehlo.broadcast_in_dim", "stablehlo.or"):
+                    elif user.name in ("stablehlo.broadcast_in_dim", "stablehlo.or", "stablehlo.shift_right_logical"):
                         following.append(user)
         frontier = following
     return None
+
+
+class RefuseWideRandomWords(RewritePattern):
+    """uint64 random bits: JAX shifts one 32-bit word of a PRNG kernel's output left by
+    32 and ors in the other. Narrowed, the shift drops the high word: valid-looking random
+    numbers, but not the stream JAX draws with x64 off. Matched at the shift whose operand
+    is a PRNG kernel's output widened by a convert."""
+
+    op_names = frozenset({"stablehlo.shift_left"})
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        if rw.converter.element_spelling(rw.result_types[0]) not in ("ui64", "i64"):
+            return False
+        widened = op.operands[0].owner
+        if isinstance(widened, ir.Block) or widened.operation.name != "stablehlo.convert":
+            return False
+        kernel = widened.operation.operands[0].owner
+        if isinstance(kernel, ir.Block) or kernel.operation.name != "func.call":
+            return False
+        callee = ir.FlatSymbolRefAttr(kernel.operation.attributes["callee"]).value
+        if not callee.startswith(RNG_KERNEL_FUNCTIONS):
+            return False
+        if _bitcast_to_f64_downstream(op, rw) is not None:
+            return True  # float64 sampling: reported once, at its bitcast, by RefuseFloat64RandomBits
+        rw.report("rng-bits", Severity.ERROR, op,
+                  f"64-bit random words assembled from @{callee}'s 32-bit outputs (as jax.random.bits "
+                  "does for uint64) cannot be narrowed: the high word would be dropped and the stream would "
+                  "differ from JAX's 32-bit one. Ask for dtype=jnp.uint32 here, or keep it in 64 bits "
+                  "(mode='allow')")
+        return True
