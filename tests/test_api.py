@@ -101,20 +101,33 @@ def test_error_mode_accepts_a_clean_module():
     assert x64guard.narrow(CLEAN, mode="error").changes == {}
 
 
-def test_mode_names_and_env(monkeypatch):
+def test_mode_names_and_context():
     assert x64guard.Mode("warn") is x64guard.Mode.WARN
-    monkeypatch.setenv("X64GUARD_MODE", "allow")
-    assert "f64" in x64guard.narrow(F64).text
-    monkeypatch.setenv("X64GUARD_MODE", "error")
-    with pytest.raises(x64guard.X64GuardError):
+    with x64guard.mode("allow"):
+        assert "f64" in x64guard.narrow(F64).text
+    with x64guard.mode("error"), pytest.raises(x64guard.X64GuardError):
         x64guard.narrow(F64)
-    monkeypatch.setenv("X64GUARD_MODE", "bogus")
-    with pytest.raises(ValueError, match="X64GUARD_MODE"):
-        x64guard.narrow(F64)
+    assert x64guard.current_mode() is x64guard.Mode.WARN  # restored
     with pytest.raises(ValueError, match="unknown mode"):
         x64guard.narrow(F64, mode="sometimes")
     with pytest.raises(ValueError, match="overflow"):
-        x64guard.narrow(F64, mode="warn", overflow="clip")
+        x64guard.narrow(F64, overflow="clip")
+
+
+@pytest.mark.parametrize("env, expected", [("allow", "allow"), ("ERROR", "error"), ("", "warn")])
+def test_mode_from_environment(env, expected):
+    code = "import x64guard; print(x64guard.current_mode())"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "X64GUARD_MODE": env})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == expected
+
+
+def test_bad_mode_in_environment_is_a_clear_error():
+    proc = subprocess.run([sys.executable, "-c", "import x64guard"], capture_output=True, text=True,
+                          env={**os.environ, "X64GUARD_MODE": "bogus"})
+    assert proc.returncode != 0
+    assert "x64guard: unknown mode in $X64GUARD_MODE 'bogus'" in proc.stderr
 
 
 # --- inputs, and never mutating them ---------------------------------------------

@@ -59,3 +59,66 @@ def run_compiled(executable, device, args) -> list:
 
     inputs = [jax.device_put(np.asarray(a), device) for a in args]
     return [np.asarray(out) for out in executable.execute(inputs)]
+
+
+def x64_enabled():
+    """A context manager: 64-bit types enabled for this thread only, restored on exit
+    (also when an exception is raised). JAX's own thread-local state for
+    jax_enable_x64; the global flag other threads see never changes."""
+    from jax._src import config
+
+    return config.enable_x64(True)
+
+
+def register_enum_state(name: str, values: list[str], default: str, help: str):
+    """A JAX configuration state that takes part in the jit cache key and the trace
+    context (both are needed: either alone gave stale results, see the notes)."""
+    from jax._src import config
+
+    if name in config.config_states:  # re-import (tests reload modules)
+        return config.config_states[name]
+    return config.enum_state(name, values, default, help=help,
+                             include_in_jit_key=True, include_in_trace_context=True)
+
+
+def chain_persistent_cache_key(part) -> None:
+    """Hash `part()` into the persistent compilation cache key, after whatever hook
+    another library installed (the hook is a single global slot)."""
+    from jax._src import cache_key
+
+    previous = cache_key.custom_hook
+    if getattr(previous, "_x64guard", False):
+        return
+
+    def hook() -> str:
+        return f"{previous()}|{part()}"
+
+    hook._x64guard = True  # type: ignore[attr-defined]
+    cache_key.custom_hook = hook
+
+
+def portable_artifact_target() -> str:
+    """The StableHLO version jax.export serializes for (four weeks of compatibility)."""
+    from jax.extend.mlir.dialects import stablehlo
+
+    return stablehlo.get_version_from_compatibility_requirement(
+        stablehlo.StablehloCompatibilityRequirement.WEEK_4)
+
+
+def exclude_from_user_frames(path: str) -> None:
+    """Keep x64guard's own frames out of the source locations JAX attaches to ops, so
+    that findings point at the user's line, not at x64guard's call into jax."""
+    from jax._src import source_info_util, traceback_util
+
+    source_info_util.register_exclusion(path)
+    traceback_util.register_exclusion(path)
+
+
+def exported_abstract_mesh(exported):
+    """The abstract mesh an Exported's NamedShardings refer to, or None.
+    (Exported keeps them in private fields; jax.export offers no public accessor.)"""
+    for sharding in tuple(getattr(exported, "_in_named_shardings", ())) + tuple(
+            getattr(exported, "_out_named_shardings", ())):
+        if sharding is not None and getattr(sharding.mesh, "axis_names", ()):
+            return sharding.mesh
+    return None

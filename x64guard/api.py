@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -66,7 +67,7 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
     out = NarrowResult(working, result.findings, result.changes, resolved, source_format)
 
     if resolved is Mode.ERROR and (out.changes or errors(out.findings)):
-        uses = [f for f in out.findings if f.kind == "type-narrowed" or f.severity is Severity.ERROR]
+        uses = [_as_refused_use(f) for f in out.findings if f.kind == "type-narrowed" or f.severity is Severity.ERROR]
         raise X64GuardError(
             f"x64guard (mode=error): the module uses 64-bit types in {len(uses)} places; "
             "accelerators without 64-bit support cannot run it. Narrow it (mode='warn') or "
@@ -81,6 +82,15 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
         out.verified = True
         _warn(out)
     return out
+
+
+def _as_refused_use(finding: Finding) -> Finding:
+    """In mode error every 64-bit use is an error finding."""
+    if finding.kind != "type-narrowed":
+        return finding
+    types = finding.message.removeprefix("narrowed ")
+    return dataclasses.replace(finding, kind="type-64bit", severity=Severity.ERROR,
+                               message=f"64-bit types ({types}); mode='error' refuses them")
 
 
 def check(module: ModuleLike, *, target: str = "x32") -> Report:

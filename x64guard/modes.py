@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import os
+from typing import Callable
 
 MODE_ENV_VAR = "X64GUARD_MODE"
 
@@ -41,13 +42,29 @@ def _parse(enum_cls, value, what: str):
         raise ValueError(f"x64guard: unknown {what} {value!r}; expected one of {allowed}") from None
 
 
+def mode_from_environment() -> Mode:
+    """$X64GUARD_MODE, else warn (JAX's default for jax_explicit_x64_dtypes)."""
+    env = os.environ.get(MODE_ENV_VAR, "").strip()
+    if not env:
+        return Mode.WARN
+    return _parse(Mode, env, f"mode in ${MODE_ENV_VAR}")
+
+
+# Where the default mode comes from. x64guard.settings replaces this with JAX's
+# configuration state (so that x64guard.mode(...) and set_mode(...) apply everywhere).
+_default_mode: Callable[[], Mode] = mode_from_environment
+
+
+def set_default_mode_source(source: Callable[[], Mode]) -> None:
+    global _default_mode
+    _default_mode = source
+
+
 def resolve_mode(mode: "Mode | str | None") -> Mode:
-    """`mode` if given, else $X64GUARD_MODE, else warn (JAX's default)."""
+    """`mode` if given, else the current default (x64guard.mode / set_mode /
+    $X64GUARD_MODE, else warn)."""
     if mode is None:
-        env = os.environ.get(MODE_ENV_VAR, "").strip()
-        if not env:
-            return Mode.WARN
-        return _parse(Mode, env, f"mode in ${MODE_ENV_VAR}")
+        return _default_mode()
     return _parse(Mode, mode, "mode")
 
 
