@@ -19,6 +19,8 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(PY) examples/demo.py
+	@echo
+	$(PY) examples/scoped_precision.py
 
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider

@@ -28,6 +28,7 @@ from x64guard.api import NarrowResult, narrow
 from x64guard.errors import X64GuardError
 from x64guard.findings import Finding
 from x64guard.modes import Mode, resolve_mode, resolve_overflow
+from x64guard.settings import current_mode
 from x64guard.passes.tables import NUMPY_DTYPE
 
 # The numpy side of the type map: what an input or output dtype becomes.
@@ -36,6 +37,16 @@ NARROW_DTYPE: dict[np.dtype, np.dtype] = {
     np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.complex64),
 }
 assert {str(k) for k in NARROW_DTYPE} <= {str(v) for v in NUMPY_DTYPE.values()}
+
+_WIDE_INTEGERS = (np.dtype(np.int64), np.dtype(np.uint64))
+_ARRAY_TYPE = type(jax.numpy.zeros(()))  # jax.Array's concrete class
+# Types that are pytree leaves for sure: a call made only of these needs no flattening.
+_LEAF_TYPES = frozenset({_ARRAY_TYPE, np.ndarray, int, float, bool, complex})
+
+
+class _NeedsPythonPath(Exception):
+    """Raised inside the dispatch jit for a program lowered for several devices."""
+
 
 _compat.exclude_from_user_frames(os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
@@ -105,19 +116,41 @@ def _is_python_scalar(x) -> bool:
     return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
 
 
+# Inputs are traced at 64 bits whatever width they arrive in (jax.jit may already have
+# canonicalized float64 numpy inputs to float32): the function is traced as the x64
+# program it is. Two reasons: lax-level code mixes inputs with Python floats that x64
+# makes float64 (lax.clamp(-1.0, x_f32, 1.0) fails to trace), and JAX with x64 on
+# silently wraps a weakly typed Python int an int32 cannot hold (int32 + 2**40 gives
+# + 0) where JAX with x64 off raises; at 64 bits the constant is visible and refused.
+# uint32 stays: it is what PRNG keys and bit manipulation use in x64 programs too.
+_WIDEN_FOR_TRACE = {narrow: wide for wide, narrow in NARROW_DTYPE.items() if narrow != np.dtype(np.uint32)}
+
+
 def _spec64(x) -> jax.ShapeDtypeStruct:
-    """How the 64-bit trace sees an input: numpy and Python values at their own width
-    (Python scalars weakly typed), JAX arrays and tracers as they are."""
+    """How the 64-bit trace sees an input: its shape, its dtype widened to 64 bits,
+    weakly typed for Python scalars, with the sharding a JAX array carries."""
     if isinstance(x, (jax.Array, jax.core.Tracer)):
         aval = jax.typeof(x)
-        sharding = getattr(x, "sharding", None) if isinstance(x, jax.Array) else None
-        return jax.ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type, sharding=sharding)
-    array = np.asarray(x)
-    return jax.ShapeDtypeStruct(array.shape, array.dtype, weak_type=_is_python_scalar(x))
+        sharding = None if isinstance(x, jax.core.Tracer) else x.sharding
+        shape, dtype, weak = aval.shape, np.dtype(aval.dtype), aval.weak_type
+    else:
+        array = np.asarray(x)
+        shape, dtype, weak, sharding = array.shape, array.dtype, _is_python_scalar(x), None
+    return jax.ShapeDtypeStruct(shape, _WIDEN_FOR_TRACE.get(dtype, dtype), weak_type=weak, sharding=sharding)
 
 
-def _signature(spec: jax.ShapeDtypeStruct) -> tuple:
-    return (spec.shape, spec.dtype, spec.weak_type, spec.sharding)
+def _signature(x) -> tuple:
+    """What the cache key needs of one input, cheaply (this runs on every call)."""
+    if isinstance(x, jax.core.Tracer):  # before jax.Array: tracers are jax.Arrays too
+        aval = jax.typeof(x)
+        return (aval.shape, aval.dtype, aval.weak_type)
+    if isinstance(x, jax.Array):
+        return (x.shape, x.dtype, x.weak_type, x.sharding)
+    if isinstance(x, np.ndarray):
+        return (x.shape, x.dtype)
+    if _is_python_scalar(x):
+        return (type(x),)
+    return (np.shape(x), np.result_type(x))
 
 
 def _to_narrow(x, dtype: np.dtype, path: str):
@@ -216,18 +249,82 @@ class NarrowedFunction:
         self._cache: dict[tuple, _Specialization] = {}
         self._lock = threading.Lock()
         self._batched: dict[tuple, NarrowedFunction] = {}
+        # Narrowed calls go through one jax.jit of `_traced_call`: JAX's C++ dispatch does
+        # the cache lookup, so a steady-state call costs about what a jax.jit call costs.
+        # Programs lowered for several devices (shardings, shard_map) take the Python path,
+        # which places the call on their devices.
+        self._dispatch: Callable | None = None
+        if not any(k in jit_kwargs for k in ("in_shardings", "out_shardings")):
+            self._dispatch = jax.jit(self._traced_call, static_argnums=jit_kwargs.get("static_argnums"),
+                                     static_argnames=jit_kwargs.get("static_argnames"),
+                                     donate_argnums=jit_kwargs.get("donate_argnums"),
+                                     donate_argnames=jit_kwargs.get("donate_argnames"))
         functools.update_wrapper(self, fun)
 
     def __repr__(self) -> str:
         return f"x64guard.jit({getattr(self._fun, '__name__', self._fun)!r})"
 
     def __call__(self, *args, **kwargs):
-        mode = resolve_mode(self._mode)
+        mode = self._mode or current_mode()
         if mode is Mode.ALLOW:
             with _compat.x64_enabled():
                 return self._jit64(*args, **kwargs)
+        dispatch = self._dispatch
+        if dispatch is not None and not kwargs:
+            # The steady state: positional JAX arrays with nothing to range-check.
+            for leaf in args:
+                if type(leaf) is not _ARRAY_TYPE or leaf.dtype in _WIDE_INTEGERS:
+                    break
+            else:
+                try:
+                    return dispatch(*args)
+                except _NeedsPythonPath:
+                    self._dispatch = dispatch = None
+        if dispatch is not None and self._check_integer_inputs(args, kwargs):
+            try:
+                return dispatch(*args, **kwargs)
+            except _NeedsPythonPath:
+                self._dispatch = None
         specialization, flat = self._specialize(args, kwargs, mode)
         return specialization.call(flat)
+
+    def _traced_call(self, *args, **kwargs):
+        """The body of the dispatch jit: specialize on the tracers' types and call."""
+        specialization, flat = self._specialize(args, kwargs, self._mode or current_mode())
+        if specialization.exported.nr_devices != 1:
+            raise _NeedsPythonPath()
+        return specialization.call(flat)
+
+    def _check_integer_inputs(self, args: tuple, kwargs: dict) -> bool:
+        """jax.jit would wrap (or, for Python ints, refuse with an OverflowError) 64-bit
+        integers that do not fit: check concrete ones first, naming their path.
+        Returns whether the dispatch jit may take these inputs: uint64 numpy data would
+        reach its trace as uint32, which is not widened back (see _WIDEN_FOR_TRACE)."""
+        dyn_args, dyn_kwargs, _ = self._statics.split(args, kwargs)
+        dispatchable = True
+        leaves = dyn_args if not dyn_kwargs else (*dyn_args, *dyn_kwargs.values())
+        if not all(type(leaf) in _LEAF_TYPES for leaf in leaves):  # containers: flatten
+            leaves = jax.tree_util.tree_leaves((dyn_args, dyn_kwargs))
+        for leaf in leaves:
+            kind = type(leaf)
+            if kind is int:
+                if not -2**31 <= leaf < 2**31:
+                    break
+            elif getattr(leaf, "dtype", None) in _WIDE_INTEGERS and not isinstance(leaf, jax.core.Tracer):
+                break
+        else:
+            return dispatchable
+        # Something to check: the slow path names the argument.
+        with_paths, _ = jax.tree_util.tree_flatten_with_path((dyn_args, dyn_kwargs))
+        for path, leaf in with_paths:
+            if isinstance(leaf, jax.core.Tracer):
+                continue
+            dtype = np.dtype(np.int64) if type(leaf) is int else np.dtype(getattr(leaf, "dtype", np.float64))
+            if dtype in _WIDE_INTEGERS or type(leaf) is int:
+                _check_range(leaf if type(leaf) is not int else np.asarray(leaf), NARROW_DTYPE[dtype], _keystr(path))
+            if dtype == np.dtype(np.uint64) and not isinstance(leaf, jax.Array):
+                dispatchable = False
+        return dispatchable
 
     def lower(self, *args, **kwargs) -> "Lowered":
         """The narrowed program for these arguments: `.as_text()`, `.findings`, `.compile()`."""
@@ -241,22 +338,21 @@ class NarrowedFunction:
     # -- specialization ------------------------------------------------------------
 
     def _specialize(self, args: tuple, kwargs: dict, mode: Mode) -> tuple[_Specialization, list]:
-        dyn_args, dyn_kwargs, static = self._statics.split(args, kwargs)
-        leaves_with_paths, in_tree = jax.tree_util.tree_flatten_with_path((dyn_args, dyn_kwargs))
-        leaves = [leaf for _, leaf in leaves_with_paths]
-        specs = [_spec64(leaf) for leaf in leaves]
+        dyn = self._statics.split(args, kwargs)
+        leaves, in_tree = jax.tree_util.tree_flatten(dyn[:2])
         try:
-            key = (mode, in_tree, tuple(_signature(s) for s in specs), static)
-            hash(key)
+            key = (mode, in_tree, tuple(map(_signature, leaves)), dyn[2])
+            specialization = self._cache.get(key)
         except TypeError as exc:
             raise TypeError(f"x64guard.jit: static arguments must be hashable, as for jax.jit: {exc}") from None
-        specialization = self._cache.get(key)
         if specialization is None:
             with self._lock:
                 specialization = self._cache.get(key)
                 if specialization is None:
-                    paths = tuple(_keystr(path) for path, _ in leaves_with_paths)
-                    specialization = self._build(in_tree, specs, static, paths, mode)
+                    with_paths, _ = jax.tree_util.tree_flatten_with_path(dyn[:2])
+                    paths = tuple(_keystr(path) for path, _ in with_paths)
+                    specs = [_spec64(leaf) for leaf in leaves]
+                    specialization = self._build(in_tree, specs, dyn[2], paths, mode)
                     self._cache[key] = specialization
         return specialization, leaves
 

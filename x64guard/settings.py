@@ -25,9 +25,12 @@ _STATE = _compat.register_enum_state(
     help="x64guard: allow keeps 64-bit types, warn narrows them with a warning, error refuses them.")
 
 
+_MODES = {m.value: m for m in Mode}
+
+
 def current_mode() -> Mode:
     """The mode in force in this thread: x64guard.mode(...) > set_mode(...) > $X64GUARD_MODE > warn."""
-    return Mode(_STATE.value)
+    return _MODES[_STATE.value]
 
 
 def set_mode(mode: "Mode | str") -> None:

@@ -1,0 +1,30 @@
+"""The examples run as a user runs them (what `make demo` prints)."""
+
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_example(name: str) -> str:
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", name)], capture_output=True,
+                          text=True, timeout=600, env={**os.environ, "PYTHONPATH": ROOT})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_demo():
+    out = run_example("demo.py")
+    assert out.count("bit-identical to x32 JAX") == 3 and "DIFFERS" not in out
+    assert "refused:" in out and "rng-bits" in out
+    assert "examples/demo.py:23:" in out  # where: the user's lines
+
+
+def test_scoped_precision():
+    out = run_example("scoped_precision.py")
+    assert "global jax_enable_x64 = True" in out
+    assert "reference step returns float64, narrowed step returns float32" in out
+    errors = [float(e) for e in out.split("after each window of 2000 RK4 steps:\n")[1].split("\n")[0].split()]
+    assert len(errors) == 10 and all(0 < e < 1e-4 for e in errors)
+    assert "warnings: 1 " in out
