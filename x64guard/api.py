@@ -64,7 +64,8 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
     working, source_format = mlir.load(module)
     dry_run = resolved is not Mode.WARN
     result = NarrowX64Pass(overflow=policy, dry_run=dry_run).apply(working)
-    out = NarrowResult(working, result.findings, result.changes, resolved, source_format)
+    out = NarrowResult(working, result.findings + _format_findings(source_format, result.changes),
+                       result.changes, resolved, source_format)
 
     if resolved is Mode.ERROR and (out.changes or errors(out.findings)):
         uses = [_as_refused_use(f) for f in out.findings if f.kind == "type-narrowed" or f.severity is Severity.ERROR]
@@ -82,6 +83,19 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
         out.verified = True
         _warn(out)
     return out
+
+
+def _format_findings(source_format: mlir.SourceFormat, changes: dict[str, int]) -> list[Finding]:
+    """What the input's format means for the result, once per module."""
+    if source_format is not mlir.SourceFormat.PORTABLE_ARTIFACT or not changes.get("f64->f32"):
+        return []
+    return [Finding(
+        "serialized-chlo", Severity.WARNING, "builtin.module", "the module",
+        "this is a StableHLO portable artifact: serializing it expanded some CHLO ops (erfc, lgamma, erf_inv, "
+        "...) into float64-specific code before x64guard saw it (composites such as chlo.erf are restored). "
+        "Narrowed, that code runs the float64 algorithm in float32, which can differ from JAX's x32 program in "
+        "the last bits. For bit-identical results narrow the lowering (jax.jit(f).lower(...).compiler_ir()) "
+        "or use x64guard.jit")]
 
 
 def _as_refused_use(finding: Finding) -> Finding:

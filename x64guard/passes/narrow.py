@@ -40,6 +40,7 @@ class NarrowX64Pass:
 
         failure: list[BaseException] = []
         interrupt = ir.WalkResult.INTERRUPT
+        skip = ir.WalkResult.SKIP
 
         # The hot loop: one call per op. Exceptions are kept and re-raised after the walk
         # (the bindings would wrap them in a RuntimeError).
@@ -55,6 +56,8 @@ class NarrowX64Pass:
                             break
                 elif name == "func.func":
                     rw.function = ir.StringAttr(op.attributes["sym_name"]).value
+                    if rw.function in rw.dropped_functions:
+                        return skip  # a restored composite's decomposition: erased after the walk
                 elif name == "func.call":
                     rw.record_call(op)
                 apply_generic(op, name, types)
@@ -67,5 +70,6 @@ class NarrowX64Pass:
             module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
             if failure:
                 raise failure[0]
-            rw.finish()
+            if not self.dry_run:
+                rw.finish(module)
         return PassResult(findings=rw.findings(), changes=rw.changes())

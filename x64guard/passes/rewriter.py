@@ -48,9 +48,11 @@ class Rewriter:
         # the grouped type-narrowed findings and of `changes`, resolved once at the end.
         self.narrowed_log: dict[tuple, int] = {}
         self._forwarded: list[ir.Operation] = []
-        # Ops whose findings another finding already explains (e.g. the constants of an
-        # RNG idiom the rng pattern refused as a whole).
-        self.explained: set[ir.Operation] = set()
+        # (composite, op that replaces it), swapped after the walk.
+        self._replaced: list[tuple[ir.Operation, ir.Operation]] = []
+        # Decomposition functions of restored composites: not narrowed, erased after the
+        # walk (with any finding made inside them, should one precede its composite).
+        self.dropped_functions: set[str] = set()
         # Narrowed splat constants, per (attribute, narrowed type).
         self.splat_cache: dict[tuple, ir.Attribute] = {}
         self.function = "?"
@@ -84,7 +86,7 @@ class Rewriter:
     # --- findings --------------------------------------------------------------
     def report(self, kind: str, severity: Severity, op: ir.Operation, message: str,
                op_name: str | None = None) -> None:
-        self._findings[(kind, severity, op_name or op.name, self.where(op), message)] += 1
+        self._findings[(kind, severity, op_name or op.name, self.where(op), message, self.function)] += 1
 
     def record_narrowed(self, op: ir.Operation, name: str, old_types: list[ir.Type]) -> None:
         """`op` changed these types (results, block arguments, type attributes)."""
@@ -100,10 +102,13 @@ class Rewriter:
         return dict(out)
 
     def findings(self) -> list[Finding]:
+        dropped = self.dropped_functions
         out = [Finding(kind, sev, name, where, msg, count)
-               for (kind, sev, name, where, msg), count in self._findings.items()]
+               for (kind, sev, name, where, msg, function), count in self._findings.items() if function not in dropped]
         grouped: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
         for (name, location, function, olds), n in self.narrowed_log.items():
+            if function in dropped:
+                continue
             where = (self._locations.resolve_attr(location)[0]
                      or self._function_site(function) or f"@{function}")
             for old in olds if isinstance(olds, tuple) else (olds,):
@@ -119,7 +124,11 @@ class Rewriter:
         """After the walk, replace `op`'s single result by its first operand and erase it."""
         self._forwarded.append(op)
 
-    def finish(self) -> None:
+    def replace_op(self, op: ir.Operation, replacement: ir.Operation) -> None:
+        """After the walk, `replacement`'s results take over `op`'s uses; `op` is erased."""
+        self._replaced.append((op, replacement))
+
+    def finish(self, module: ir.Module) -> None:
         # The operand is read only now, in walk order: when `op` forwards the result of
         # an op forwarded before it (convert(convert(x))), its operand already is `x`.
         # Holding the Value from walk time would dangle once its producer is erased.
@@ -127,6 +136,16 @@ class Rewriter:
             op.results[0].replace_all_uses_with(op.operands[0])
             op.erase()
         self._forwarded.clear()
+        for op, replacement in self._replaced:
+            for old, new in zip(op.results, replacement.results):
+                old.replace_all_uses_with(new)
+            op.erase()
+        self._replaced.clear()
+        if self.dropped_functions:
+            for op in list(module.body.operations):
+                attrs = op.operation.attributes
+                if op.operation.name == "func.func" and ir.StringAttr(attrs["sym_name"]).value in self.dropped_functions:
+                    op.operation.erase()
 
 
 def walk(module: ir.Module, visit: Callable[[ir.Operation], object]) -> None:

@@ -2,6 +2,7 @@
 
 from x64guard.passes.patterns.casts import NarrowBitcastConvert, NarrowReducePrecision, RemoveIdentityConvert
 from x64guard.passes.patterns.shifts import WarnShiftByWidth
+from x64guard.passes.patterns.composites import RestoreChloComposite
 from x64guard.passes.patterns.constants import NarrowConstant
 from x64guard.passes.patterns.custom_calls import NarrowCustomCall
 from x64guard.passes.patterns.generic import ConvertOpTypes
@@ -19,6 +20,7 @@ SPECIAL_PATTERNS = (
     RefuseRngBitGenerator(),
     RefuseWideRandomWords(),
     WarnShiftByWidth(),
+    RestoreChloComposite(),
 )
 
 __all__ = ["SPECIAL_PATTERNS", "ConvertOpTypes"]
