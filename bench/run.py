@@ -1,5 +1,9 @@
 """x64guard benchmark (`make bench`): figures, not tests. Nothing here fails on speed.
 
+Two halves: the core pass against IREE (below), and x64guard.jit against jax.jit
+(bench/jit.py: first call, steady-state call, narrowed vs float64 run time).
+
+Core:
   (a) text -> text, end to end: x64guard in-process (read file, parse, narrow, print,
       write file) against IREE's C++ demotion passes run by `iree-opt` as a subprocess
       (which includes its process start-up; measured separately for context).
@@ -12,7 +16,8 @@ The module is a ~33k-op x64 StableHLO program JAX lowers from a deep unrolled Py
 loop (bench/workload.py). Timings are best of N after one warm-up, time.perf_counter.
 Figures also go to bench-out/results.json.
 
-Options: --runs N (default 5), --steps S (module size), --profile (cProfile of (b)).
+Options: --runs N (default 5), --steps S (module size), --only core|jit (one half),
+--profile (cProfile of core (b) and of x64guard.jit's steady-state calls).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import jit as jit_bench  # noqa: E402  (bench/jit.py)
 import workload  # noqa: E402  (bench/workload.py)
 
 import x64guard  # noqa: E402
@@ -156,22 +162,8 @@ def met(ok: bool | None) -> str:
 
 # --------------------------------------------------------------------------- main
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5, help="timed runs per figure (best is kept)")
-    parser.add_argument("--steps", type=int, default=workload.DEFAULT_STEPS, help="unrolled loop steps")
-    parser.add_argument("--profile", action="store_true", help="cProfile narrow(ir.Module), top 15 by tottime")
-    parser.add_argument("--json", type=Path, default=ROOT / "bench-out" / "results.json")
-    args = parser.parse_args(argv)
-    runs = max(1, args.runs)
-    warnings.simplefilter("ignore", x64guard.X64GuardWarning)
-    t_bench = time.perf_counter()
-
-    env = {"python": platform.python_version(), "jax": version("jax"), "jaxlib": version("jaxlib"),
-           "iree-base-compiler": version("iree-base-compiler"), "x64guard": x64guard.__version__,
-           "cpus": os.cpu_count(), "runs": runs}
-    print("x64guard benchmark: " + ", ".join(f"{k} {v}" for k, v in env.items()))
-
+def core(args: argparse.Namespace, runs: int) -> tuple[dict, list[str]]:
+    """The core pass against IREE: prints its section; returns (figures, summary lines)."""
     # 1. The module -------------------------------------------------------------------
     start = time.perf_counter()
     text = workload.lower_x64(args.steps)
@@ -182,8 +174,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.steps} unrolled steps, {n_ops:,} ops, {len(text):,} chars, "
           f"{sixty_four_left(text):,} 64-bit type tokens, traced in {trace_s:.2f} s")
 
-    results: dict = {"env": env, "module": {"ops": n_ops, "chars": len(text), "steps": args.steps,
-                                            "trace_s": trace_s}}
+    results: dict = {"module": {"ops": n_ops, "chars": len(text), "steps": args.steps, "trace_s": trace_s}}
 
     with tempfile.TemporaryDirectory(prefix="x64guard-bench-") as tmp:
         tmp = Path(tmp)
@@ -304,22 +295,57 @@ def main(argv: list[str] | None = None) -> int:
         "sanity": {"sixty_four_tokens_left": left, "ok": left == 0},
     })
 
-    print(f"\nx64guard bench (module: {n_ops:,} ops, best of {runs})")
+    lines = [f"  core pass (module: {n_ops:,} ops)"]
     if ratio is not None:
-        print(f"  (a) text->text  x64guard {ours_best:.2f} s  IREE {iree_best:.2f} s  ratio {ratio:.2f}  "
-              f"target <= {TARGET_RATIO}  {met(ratio <= TARGET_RATIO)}")
+        lines.append(f"  (a) text->text  x64guard {ours_best:.2f} s  IREE {iree_best:.2f} s  ratio {ratio:.2f}  "
+                     f"target <= {TARGET_RATIO}  {met(ratio <= TARGET_RATIO)}")
         extra = f"      (IREE start-up alone {startup_s:.3f} s" if startup_s is not None else "      ("
         if ratio_plain is not None:
             extra += f"; IREE without locations in its output {iree_plain:.2f} s, ratio {ratio_plain:.2f}"
-        print(extra + ")")
+        lines.append(extra + ")")
     else:
-        print(f"  (a) text->text  x64guard {ours_best:.2f} s  IREE n/a  ratio n/a  target <= {TARGET_RATIO}  n/a")
-    print(f"  (b) narrow(ir.Module)  {b_us:.2f} us/op  target <= {TARGET_US_PER_OP:g}  "
-          f"{met(b_us <= TARGET_US_PER_OP)}")
-    print(f"  (c) parse  {parse_best:.2f} s ({parse_best / n_ops * 1e6:.1f} us/op)   "
-          f"print  {print_best:.2f} s ({print_best / n_ops * 1e6:.1f} us/op)")
-    print(f"  changes {dict(sorted(result.changes.items()))}  64-bit left in output: {left}  "
-          f"{'OK' if left == 0 else 'NOT OK'}")
+        lines.append(f"  (a) text->text  x64guard {ours_best:.2f} s  IREE n/a  ratio n/a  "
+                     f"target <= {TARGET_RATIO}  n/a")
+    lines.append(f"  (b) narrow(ir.Module)  {b_us:.2f} us/op  target <= {TARGET_US_PER_OP:g}  "
+                 f"{met(b_us <= TARGET_US_PER_OP)}")
+    lines.append(f"  (c) parse  {parse_best:.2f} s ({parse_best / n_ops * 1e6:.1f} us/op)   "
+                 f"print  {print_best:.2f} s ({print_best / n_ops * 1e6:.1f} us/op)")
+    lines.append(f"  changes {dict(sorted(result.changes.items()))}  64-bit left in output: {left}  "
+                 f"{'OK' if left == 0 else 'NOT OK'}")
+    return results, lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="timed runs per figure (best is kept)")
+    parser.add_argument("--steps", type=int, default=workload.DEFAULT_STEPS, help="unrolled loop steps")
+    parser.add_argument("--only", choices=("core", "jit"), help="run one half: the core pass or x64guard.jit")
+    parser.add_argument("--profile", action="store_true",
+                        help="cProfile narrow(ir.Module) and x64guard.jit steady-state calls, top 15 by tottime")
+    parser.add_argument("--json", type=Path, default=ROOT / "bench-out" / "results.json")
+    args = parser.parse_args(argv)
+    runs = max(1, args.runs)
+    warnings.simplefilter("ignore", x64guard.X64GuardWarning)
+    t_bench = time.perf_counter()
+    halves = (args.only,) if args.only else ("core", "jit")
+
+    env = {"python": platform.python_version(), "jax": version("jax"), "jaxlib": version("jaxlib"),
+           "iree-base-compiler": version("iree-base-compiler"), "x64guard": x64guard.__version__,
+           "cpus": os.cpu_count(), "runs": runs, "halves": "+".join(halves)}
+    print("x64guard benchmark: " + ", ".join(f"{k} {v}" for k, v in env.items()))
+
+    results: dict = {"env": env}
+    summary: list[str] = []
+    if "core" in halves:
+        core_results, core_lines = core(args, runs)
+        results.update(core_results)
+        summary += core_lines
+    if "jit" in halves:
+        results["jit"] = jit_bench.run(runs, profile=args.profile)
+        summary += jit_bench.summary(results["jit"])
+
+    print(f"\nx64guard bench (best of {runs})")
+    print("\n".join(summary))
 
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(results, indent=2, default=str) + "\n")

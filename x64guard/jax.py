@@ -38,7 +38,8 @@ NARROW_DTYPE: dict[np.dtype, np.dtype] = {
 }
 assert {str(k) for k in NARROW_DTYPE} <= {str(v) for v in NUMPY_DTYPE.values()}
 
-_WIDE_INTEGERS = (np.dtype(np.int64), np.dtype(np.uint64))
+_WIDE_INTEGERS = frozenset({np.dtype(np.int64), np.dtype(np.uint64)})
+_ALLOW = Mode.ALLOW
 _ARRAY_TYPE = type(jax.numpy.zeros(()))  # jax.Array's concrete class
 # Types that are pytree leaves for sure: a call made only of these needs no flattening.
 _LEAF_TYPES = frozenset({_ARRAY_TYPE, np.ndarray, int, float, bool, complex})
@@ -266,14 +267,16 @@ class NarrowedFunction:
 
     def __call__(self, *args, **kwargs):
         mode = self._mode or current_mode()
-        if mode is Mode.ALLOW:
+        if mode is _ALLOW:
             with _compat.x64_enabled():
                 return self._jit64(*args, **kwargs)
         dispatch = self._dispatch
         if dispatch is not None and not kwargs:
-            # The steady state: positional JAX arrays with nothing to range-check.
+            # The steady state: positional arrays (JAX or numpy) with no 64-bit integers
+            # to range-check.
             for leaf in args:
-                if type(leaf) is not _ARRAY_TYPE or leaf.dtype in _WIDE_INTEGERS:
+                kind = type(leaf)
+                if (kind is not _ARRAY_TYPE and kind is not np.ndarray) or leaf.dtype in _WIDE_INTEGERS:
                     break
             else:
                 try:
