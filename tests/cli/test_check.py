@@ -1,0 +1,137 @@
+"""`x64guard check`: exit status, locations, every input format, bad input."""
+
+import pytest
+
+from tests.cli.conftest import PROGRAMS, ROOT, run_cli
+
+REL_PROGRAMS = PROGRAMS.relative_to(ROOT).as_posix()
+
+
+def test_clean_module_exits_0(artifacts):
+    result = run_cli("check", artifacts["clean.mlir"])
+    assert result.returncode == 0, result.stderr
+    assert "OK: 1 module(s)" in result.stdout
+    assert result.stderr == ""
+
+
+def test_f64_module_under_x32_exits_1_with_the_source_line(artifacts, f64_line):
+    result = run_cli("check", "--target", "x32", artifacts["f64.mlir"])
+    assert result.returncode == 1
+    assert f"{REL_PROGRAMS}:{f64_line}:" in result.stdout
+    assert "stablehlo.cosine" in result.stdout and "[type-64bit]" in result.stdout
+    assert "FAIL:" in result.stdout
+    assert "jit(f64_model)" in result.stdout
+
+
+@pytest.mark.parametrize("name, fmt", [
+    ("f64.mlirbc", "MLIR bytecode"),
+    ("f64.portable.bc", "StableHLO portable artifact"),
+    ("f64.hlo.txt", "HLO text"),
+    ("f64.exported", "jax.export artifact"),
+])
+def test_every_input_format_is_read_with_its_locations(artifacts, f64_line, name, fmt):
+    result = run_cli("check", artifacts[name])
+    assert result.returncode == 1, result.stderr
+    assert f"[{fmt}" in result.stdout
+    assert f"{REL_PROGRAMS}:{f64_line}:" in result.stdout
+    assert "type-64bit" in result.stdout
+
+
+def test_complex64_passes_x32_but_not_neuron(artifacts):
+    assert run_cli("check", "--target", "x32", artifacts["complex64.mlir"]).returncode == 0
+    neuron = run_cli("check", "--target", "neuron", artifacts["complex64.mlir"])
+    assert neuron.returncode == 1
+    assert "[complex-type]" in neuron.stdout
+    from tests.cli.programs import marker_line
+    assert f"{REL_PROGRAMS}:{marker_line('complex')}:" in neuron.stdout
+
+
+def test_x64_target_accepts_f64(artifacts):
+    result = run_cli("check", "--target", "x64", artifacts["f64.mlir"])
+    assert result.returncode == 0, result.stdout
+
+
+def test_fail_on_lowers_the_threshold(artifacts):
+    # Under x64 every 64-bit use is an info finding: fails only with --fail-on info.
+    assert run_cli("check", "--target", "x64", "--fail-on", "warning", artifacts["f64.mlir"]).returncode == 0
+    assert run_cli("check", "--target", "x64", "--fail-on", "info", artifacts["f64.mlir"]).returncode == 1
+
+
+def test_a_directory_is_searched(artifacts):
+    directory = artifacts["clean.mlir"].parent
+    result = run_cli("check", "--format", "json", directory)
+    assert result.returncode == 2  # the directory holds the broken files too
+    import json
+    report = json.loads(result.stdout)
+    paths = {f["path"].rsplit("/", 1)[-1] for f in report["files"]}
+    assert {"clean.mlir", "f64.mlir", "f64.mlirbc", "f64.portable.bc", "f64.hlo.txt", "f64.exported",
+            "truncated.mlirbc", "garbage.mlir", "empty.mlir"} <= paths
+    assert "garbage.bin" not in paths  # not a module suffix: only read when named
+
+
+def test_stdin(artifacts):
+    result = run_cli("check", "-", input=artifacts["f64.mlir"].read_text())
+    assert result.returncode == 1
+    assert "<stdin>" in result.stdout
+
+
+@pytest.mark.parametrize("name, reason", [
+    ("garbage.mlir", "is not a valid MLIR module"),
+    ("empty.mlir", "the file is empty"),
+    ("truncated.mlirbc", "unreadable MLIR bytecode"),
+    ("garbage.bin", "not a module x64guard can read"),
+])
+def test_bad_input_exits_2_with_one_line_and_no_traceback(artifacts, name, reason):
+    result = run_cli("check", artifacts[name])
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"x64guard: error: {artifacts[name]}: ")
+    assert reason in lines[0]
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_missing_path_exits_2(tmp_path):
+    result = run_cli("check", tmp_path / "nope.mlir")
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"x64guard: error: {tmp_path / 'nope.mlir'}: no such file or directory"
+    assert result.stdout == ""
+
+
+def test_an_unreadable_file_does_not_hide_the_others(artifacts):
+    result = run_cli("check", artifacts["f64.mlir"], artifacts["empty.mlir"])
+    assert result.returncode == 2
+    assert "type-64bit" in result.stdout
+    assert "empty.mlir: the file is empty" in result.stderr
+
+
+@pytest.mark.parametrize("args, reason", [
+    (["check", "--target", "tpu9", "x.mlir"], "invalid choice: 'tpu9'"),
+    (["check"], "the following arguments are required: PATH"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+    (["gate", "pytest"], "gate needs the command after `--`"),
+    (["narrow", "in.mlir"], "the following arguments are required: -o/--output"),
+])
+def test_usage_errors_exit_2_in_one_line(args, reason):
+    result = run_cli(*args)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("x64guard: error: ") and reason in lines[0], result.stderr
+
+
+def test_targets_come_from_the_core_table():
+    from x64guard.passes.tables import TARGET_PROFILES
+    help_text = run_cli("check", "--help").stdout
+    for name, profile in TARGET_PROFILES.items():
+        assert name in help_text
+        assert profile.description.split()[0] in help_text
+
+
+def test_console_script_is_installed(artifacts):
+    import subprocess
+    import sys
+    from pathlib import Path
+    script = Path(sys.executable).parent / "x64guard"
+    assert script.exists(), "pip install -e . declares the x64guard console script"
+    proc = subprocess.run([str(script), "check", str(artifacts["clean.mlir"])], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

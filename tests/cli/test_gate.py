@@ -1,0 +1,120 @@
+"""`x64guard gate -- CMD`: the real command around real pytest suites."""
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import ROOT, run_cli
+
+EXAMPLE = ROOT / "examples" / "ci"
+PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+
+
+def line_of(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+@pytest.fixture(scope="module")
+def example_gate():
+    """The example CI suite (one float64 function, `standardise`) under the gate, as JSON."""
+    result = run_cli("gate", "--format", "json", "--", *PYTEST, "examples/ci")
+    return result, json.loads(result.stdout)
+
+
+def test_gate_fails_naming_the_f64_function_and_its_line(example_gate):
+    result, report = example_gate
+    assert result.returncode == 1
+    assert report["gate"]["returncode"] == 0  # the tests passed: the modules are what fails
+    failing = [m for f in report["files"] for m in f["modules"] if not m["passed"]]
+    assert [m["function"] for m in failing] == ["standardise"]
+    (module,) = failing
+    assert module["name"] == "jit_standardise"
+    line = line_of(EXAMPLE / "model.py", "centred = x - jnp.mean(x)")
+    paths = {(f["source"]["path"], f["source"]["line"]) for f in module["findings"] if f["source"]}
+    assert ("examples/ci/model.py", line) in paths
+    assert module["origin"].endswith(f"examples/ci/test_model.py:{line_of(EXAMPLE / 'test_model.py', 'out = model.standardise(x)')}:10")
+
+
+def test_gate_keeps_the_command_output_off_a_machine_readable_stdout(example_gate):
+    result, _ = example_gate
+    assert "2 passed" in result.stderr  # pytest's own report went to stderr
+
+
+def test_gate_removes_its_dump_directory(example_gate):
+    _, report = example_gate
+    assert report["gate"]["kept"] is False
+    assert not Path(report["gate"]["dump_dir"]).exists()
+
+
+def test_gate_text_names_the_function(example_gate):
+    result = run_cli("gate", "--", *PYTEST, "examples/ci")
+    assert result.returncode == 1
+    line = line_of(EXAMPLE / "model.py", "centred = x - jnp.mean(x)")
+    assert f"jit(standardise) at examples/ci/model.py:{line}:" in result.stdout
+    assert "module(s) without findings: " in result.stdout and "jit(predict)" in result.stdout
+    assert "FAIL: " in result.stdout
+
+
+@pytest.fixture(scope="module")
+def clean_suite(tmp_path_factory):
+    root = tmp_path_factory.mktemp("clean_suite")
+    (root / "test_clean.py").write_text(textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def double(x):
+            return x * 2.0
+
+        def test_double():
+            assert float(double(jnp.ones(3))[0]) == 2.0
+
+        def test_fails_when_asked():
+            import os
+            assert not os.environ.get("MAKE_IT_FAIL")
+    """))
+    return root
+
+
+def test_gate_passes_a_clean_suite(clean_suite):
+    result = run_cli("gate", "--", *PYTEST, "test_clean.py", cwd=clean_suite)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "OK: " in result.stdout
+    assert "jit(double)" in result.stdout
+
+
+def test_gate_fails_when_the_command_fails(clean_suite):
+    result = run_cli("gate", "--", *PYTEST, "test_clean.py", cwd=clean_suite, env={"MAKE_IT_FAIL": "1"})
+    assert result.returncode == 1
+    assert "the command failed (exit status 1)" in result.stdout
+
+
+def test_gate_keep_keeps_the_dumps(clean_suite, tmp_path):
+    keep = tmp_path / "dumps"
+    result = run_cli("gate", "--keep", keep, "--", *PYTEST, "test_clean.py", cwd=clean_suite)
+    assert result.returncode == 0
+    dumps = sorted(p.name for p in (keep / "jax").iterdir())
+    assert any(name.endswith("_jit_double_compile.mlir") for name in dumps)
+    again = run_cli("gate", "--keep", keep, "--", *PYTEST, "test_clean.py", cwd=clean_suite)
+    assert again.returncode == 2 and "must be an empty directory" in again.stderr
+
+
+def test_gate_unknown_command_exits_2(tmp_path):
+    result = run_cli("gate", "--", "no-such-command-x64guard")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "x64guard: error: command not found: no-such-command-x64guard"
+
+
+def test_gate_environment_keeps_jax_enable_x64_as_it_is(tmp_path):
+    from x64guard.cli.gate import dump_environment
+    env = dump_environment(tmp_path, base={"JAX_DUMP_IR_MODES": "jaxpr", "PATH": "/bin"}, torch_xla=False)
+    assert env["JAX_DUMP_IR_TO"] == str(tmp_path / "jax")
+    assert env["JAX_DUMP_IR_MODES"] == "jaxpr,stablehlo"
+    assert env["JAX_INCLUDE_DEBUG_INFO_IN_DUMPS"] == "1"
+    assert "JAX_ENABLE_X64" not in env and "XLA_SAVE_TENSORS_FILE" not in env
+    with_torch = dump_environment(tmp_path, base={}, torch_xla=True)
+    assert with_torch["XLA_SAVE_TENSORS_FILE"] == str(tmp_path / "torch_xla" / "graphs.txt")
+    assert with_torch["XLA_SAVE_TENSORS_FMT"] == "stablehlo"

@@ -1,0 +1,281 @@
+"""Finding and reading the modules the command line is given.
+
+A path is a file or a directory (searched recursively for the suffixes in
+`MODULE_SUFFIXES`). A file given by name is read whatever its suffix: its content says
+what it is. One file is usually one module; a torch-xla graph file
+(`XLA_SAVE_TENSORS_FILE`) holds one module per executed graph.
+
+Nothing here narrows or checks: every unit's `data` goes to `x64guard.check` /
+`x64guard.narrow` as MLIR text (str) or MLIR bytecode / portable artifact (bytes).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import importlib.util
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+from x64guard import mlir
+from x64guard.cli import _hlo
+
+
+class InputError(Exception):
+    """A path x64guard cannot read: reported as `x64guard: error: PATH: reason`, exit 2."""
+
+    def __init__(self, path: str, reason: str):
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
+
+
+class Format(str, enum.Enum):
+    MLIR_TEXT = "mlir-text"
+    MLIR_BYTECODE = "mlir-bytecode"
+    PORTABLE_ARTIFACT = "portable-artifact"
+    HLO_TEXT = "hlo-text"
+    HLO_PROTO = "hlo-proto"
+    JAX_EXPORT = "jax-export"
+    TORCH_XLA_GRAPHS = "torch-xla-graphs"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+FORMAT_NAMES = {
+    Format.MLIR_TEXT: "MLIR text",
+    Format.MLIR_BYTECODE: "MLIR bytecode",
+    Format.PORTABLE_ARTIFACT: "StableHLO portable artifact",
+    Format.HLO_TEXT: "HLO text",
+    Format.HLO_PROTO: "HLO proto",
+    Format.JAX_EXPORT: "jax.export artifact",
+    Format.TORCH_XLA_GRAPHS: "torch-xla graph dump",
+}
+
+# What a directory search picks up. Files named on the command line are read whatever
+# their suffix.
+MODULE_SUFFIXES = (".mlir", ".mlirbc", ".bc", ".stablehlo", ".hlo", ".hlo.txt", ".hlo.pb",
+                   ".before_optimizations.txt", ".exported", ".jax_exported", ".jaxexport")
+
+STDIN = "-"
+_PORTABLE_VERSION = re.compile(rb"ML\xefR.StableHLO_v(\d+\.\d+\.\d+)\x00", re.S)
+_MODULE_NAME = re.compile(r"^\s*module\s+@([\w.$-]+|\"[^\"]*\")", re.M)
+_GRAPH_BLOCK = re.compile(
+    r"^\[(?P<title>[^\]\n]*)\]\nTensorsGraphInfo:\n(?P<frames>(?:[ \t]+[^\n]*\n)*)"
+    r".*?^## BEGIN_GRAPH\n(?P<graph>.*?)\n## END_GRAPH$", re.S | re.M)
+_FRAME = re.compile(r"^\s+(?P<function>.*?) \((?P<file>.*):(?P<line>\d+)\)\s*$")
+
+
+@dataclasses.dataclass
+class Unit:
+    """One module to check or narrow."""
+
+    path: str                     # the file, as the user named it (or the dump file)
+    format: Format
+    data: str | bytes             # what x64guard.check / x64guard.narrow read
+    name: str | None = None       # the module's symbol name, e.g. jit_model
+    function: str | None = None   # the jitted function, e.g. model
+    label: str | None = None      # which module of a multi-module file, e.g. "graph 2"
+    origin: str | None = None     # where it came from, when the file says (torch-xla frames)
+    version: str | None = None    # a portable artifact's StableHLO version
+    ephemeral: bool = False       # a dump file removed after the run: never point at it
+
+    @property
+    def display(self) -> str:
+        return f"{self.path} ({self.label})" if self.label else self.path
+
+
+def discover(paths: list[str]) -> list[str]:
+    """Files to read, in a stable order: files as given, directories searched."""
+    found: list[str] = []
+    for raw in paths:
+        if raw == STDIN:
+            found.append(raw)
+            continue
+        path = Path(raw)
+        if path.is_dir():
+            matches = sorted(
+                str(p) for p in path.rglob("*")
+                if p.is_file() and p.name.endswith(MODULE_SUFFIXES)
+                and not any(part.startswith(".") for part in p.relative_to(path).parts))
+            if not matches:
+                raise InputError(raw, "no module files in this directory (looked for "
+                                      + ", ".join(MODULE_SUFFIXES) + ")")
+            found.extend(matches)
+        elif path.exists():
+            if not path.is_file():
+                raise InputError(raw, "not a regular file")
+            found.append(raw)
+        else:
+            raise InputError(raw, "no such file or directory")
+    return found
+
+
+def read_bytes(path: str) -> bytes:
+    if path == STDIN:
+        return sys.stdin.buffer.read()
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+
+
+def read_units(path: str, data: bytes | None = None) -> list[Unit]:
+    """The modules in one file. Raises InputError when the file holds none x64guard can read."""
+    display = "<stdin>" if path == STDIN else path
+    if data is None:
+        data = read_bytes(path)
+    if not data.strip():
+        raise InputError(display, "the file is empty (no module to read)")
+    if data.startswith(mlir.BYTECODE_MAGIC):
+        version = _PORTABLE_VERSION.match(data)
+        fmt = Format.PORTABLE_ARTIFACT if version else Format.MLIR_BYTECODE
+        return [Unit(display, fmt, data, version=version.group(1).decode() if version else None)]
+    text = _utf8(data)
+    if text is not None:
+        if _hlo.looks_like_hlo_text(text):
+            name = _hlo.hlo_module_name(text)
+            return [Unit(display, Format.HLO_TEXT, _convert(display, _hlo.hlo_text_to_stablehlo, text),
+                         name=name, function=function_name(name))]
+        if "## BEGIN_GRAPH" in text:
+            return _torch_xla_graphs(display, text)
+        name = _text_module_name(text)
+        return [Unit(display, Format.MLIR_TEXT, text, name=name, function=function_name(name))]
+    exported = _jax_export(display, data)
+    if exported is not None:
+        return [exported]
+    if display.endswith(".pb"):
+        return [Unit(display, Format.HLO_PROTO, _convert(display, _hlo.hlo_proto_to_stablehlo, data))]
+    hint = "" if _has_flatbuffers() else " (reading jax.export artifacts needs the 'flatbuffers' package)"
+    raise InputError(display, "not a module x64guard can read: neither MLIR text, MLIR bytecode, a StableHLO "
+                              f"portable artifact, HLO text, nor a serialized jax.export artifact{hint}")
+
+
+def function_name(module_name: str | None) -> str | None:
+    """The jitted function a JAX module was lowered from: `jit_model` -> `model`."""
+    if not module_name:
+        return None
+    for prefix in ("jit_", "pjit_", "pmap_", "xmap_"):
+        if module_name.startswith(prefix) and len(module_name) > len(prefix):
+            return module_name[len(prefix):]
+    return None
+
+
+def _utf8(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _text_module_name(text: str) -> str | None:
+    match = _MODULE_NAME.search(text)
+    return match.group(1).strip('"') if match else None
+
+
+def _convert(display: str, convert, source):
+    try:
+        return convert(source)
+    except ValueError as exc:
+        raise InputError(display, str(exc)) from None
+
+
+def _has_flatbuffers() -> bool:
+    return importlib.util.find_spec("flatbuffers") is not None
+
+
+def _jax_export(display: str, data: bytes) -> Unit | None:
+    """A serialized `jax.export.Exported` (a flatbuffer with no magic number: tried only
+    after the formats that have one). None when the data is not one."""
+    if not _has_flatbuffers():
+        return None
+    from jax import export
+
+    try:
+        exported = export.deserialize(bytearray(data))
+        module = bytes(exported.mlir_module_serialized)
+        name = exported.fun_name
+    except Exception:  # flatbuffers raises struct.error, AttributeError, IndexError, ...
+        return None
+    if not module.startswith(mlir.BYTECODE_MAGIC):
+        return None
+    version = _PORTABLE_VERSION.match(module)
+    return Unit(display, Format.JAX_EXPORT, module, name=f"jit_{name}", function=name,
+                version=version.group(1).decode() if version else None)
+
+
+def _torch_xla_graphs(display: str, text: str) -> list[Unit]:
+    """torch-xla's XLA_SAVE_TENSORS_FILE: `[title]`, `TensorsGraphInfo:` with the Python
+    frames (innermost first), then the graph between `## BEGIN_GRAPH` / `## END_GRAPH`
+    (StableHLO text with XLA_SAVE_TENSORS_FMT=stablehlo, HLO text with =hlo)."""
+    units = []
+    for index, match in enumerate(_GRAPH_BLOCK.finditer(text), start=1):
+        graph = match.group("graph").strip()
+        frames = [m.groupdict() for m in map(_FRAME.match, match.group("frames").splitlines()) if m]
+        user = next((f for f in frames if not _is_library_file(f["file"])), frames[0] if frames else None)
+        label = f"graph {index}: {match.group('title')}"
+        if _hlo.looks_like_hlo_text(graph):
+            data: str | bytes = _convert(f"{display} ({label})", _hlo.hlo_text_to_stablehlo, graph)
+            name = _hlo.hlo_module_name(graph)
+        elif graph.startswith(("module", "#loc", "func.func")):
+            data, name = graph, _text_module_name(graph)
+        else:
+            continue  # text or dot format: a graph x64guard cannot read
+        units.append(Unit(display, Format.TORCH_XLA_GRAPHS, data, name=name,
+                          function=user["function"] if user else None, label=label,
+                          origin=f"{user['file']}:{user['line']}" if user else None))
+    if not units:
+        raise InputError(display, "a torch-xla graph dump with no StableHLO or HLO graph in it "
+                                  "(set XLA_SAVE_TENSORS_FMT=stablehlo or hlo)")
+    return units
+
+
+def _is_library_file(file: str) -> bool:
+    parts = Path(file).parts
+    return "site-packages" in parts or "dist-packages" in parts or file.startswith("<")
+
+
+# Writing a narrowed module back in its input's format.
+
+def narrowed_bytes(unit: Unit, result) -> bytes:
+    """The narrowed module (a NarrowResult) in the format `unit` was read in."""
+    if unit.format is Format.MLIR_TEXT:
+        return result.text.encode("utf-8")
+    if unit.format is Format.MLIR_BYTECODE:
+        return result.bytecode()
+    if unit.format is Format.PORTABLE_ARTIFACT:
+        return result.portable_artifact(unit.version)
+    if unit.format is Format.HLO_TEXT:
+        return _hlo.stablehlo_to_hlo_text(result.bytecode()).encode("utf-8")
+    if unit.format is Format.HLO_PROTO:
+        return _hlo.stablehlo_to_hlo_proto(result.bytecode())
+    raise InputError(unit.display, f"x64guard narrow cannot write a {FORMAT_NAMES[unit.format]} back")
+
+
+def writable(unit: Unit) -> bool:
+    return unit.format not in (Format.JAX_EXPORT, Format.TORCH_XLA_GRAPHS)
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Write `data` to `path` (`-`: standard output) so that a failure leaves no half file."""
+    if path == STDIN:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
+    except OSError as exc:
+        raise InputError(path, f"cannot write here: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(temp, target)
+    except OSError as exc:
+        Path(temp).unlink(missing_ok=True)
+        raise InputError(path, f"cannot write: {exc.strerror or exc}") from None

@@ -1,0 +1,230 @@
+"""What a command-line run found: per file, per module, the core's findings as they are.
+
+`check_units` is the only place the command line calls the core for `check`; renderers
+(`formats.py`) read a `Run` and nothing else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import Counter
+from pathlib import Path
+
+import x64guard
+from x64guard import mlir
+from x64guard.cli.inputs import FORMAT_NAMES, Format, InputError, Unit, function_name, read_units
+from x64guard.findings import SEVERITY_RANK, Finding, Severity
+from x64guard.passes.tables import TARGET_PROFILES
+
+SEVERITIES = [str(s) for s in sorted(SEVERITY_RANK, key=SEVERITY_RANK.get)]  # info, warning, error
+
+# The core's location forms: `/path/f.py:12:8`, `/path/f.py:12:8 (in @fn)`,
+# `line 3:5 of the input`, `@main op #4`, `@main`.
+_FILE_LOCATION = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<column>\d+)(?: \(in @(?P<function>[^)]*)\))?$")
+_FILE_LINE = re.compile(r"^(?P<file>.+?):(?P<line>\d+)$")  # torch-xla's frames: file:line
+_INPUT_LOCATION = re.compile(r"^line (?P<line>\d+):(?P<column>\d+) of the input$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """A finding's place in a file someone can open."""
+
+    file: str                # as the module names it (absolute for JAX), or the input file
+    line: int
+    column: int
+    function: str | None = None   # the JAX library function the op came from ("in @fn")
+
+    def display(self) -> str:
+        return f"{relative(self.file)}:{self.line}:{self.column}"
+
+
+def source_of(finding: Finding, unit_path: str | None, unit_format: Format | None) -> Source | None:
+    """Where a finding is, as a file and line, or None when the module does not say."""
+    match = _FILE_LOCATION.match(finding.location)
+    if match and not match.group("file").startswith("<"):
+        return Source(match.group("file"), int(match.group("line")), int(match.group("column")),
+                      match.group("function"))
+    match = _INPUT_LOCATION.match(finding.location)
+    if match and unit_path and unit_format is Format.MLIR_TEXT and unit_path != "<stdin>":
+        return Source(unit_path, int(match.group("line")), int(match.group("column")))
+    return None
+
+
+def relative(path: str) -> str:
+    """`path` relative to the working directory when it is inside it, else unchanged."""
+    try:
+        resolved = Path(path).resolve()
+        return str(resolved.relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return path
+
+
+@dataclasses.dataclass
+class ModuleResult:
+    unit: Unit
+    findings: list[Finding]
+    repeats: int = 1              # gate: how many dumps had this module with these findings
+
+    @property
+    def name(self) -> str | None:
+        return self.unit.name
+
+    @property
+    def function(self) -> str | None:
+        return self.unit.function
+
+    def failing(self, fail_on: str) -> list[Finding]:
+        threshold = SEVERITY_RANK[Severity(fail_on)]
+        return [f for f in self.findings if SEVERITY_RANK[Severity(f.severity)] >= threshold]
+
+    def source(self, finding: Finding) -> Source | None:
+        return source_of(finding, self.unit.path, self.unit.format)
+
+    def call_site(self) -> Source | None:
+        """Where the jitted function was called from, when the module says."""
+        if not self.unit.origin:
+            return None
+        match = _FILE_LOCATION.match(self.unit.origin) or _FILE_LINE.match(self.unit.origin)
+        if not match or match.group("file").startswith("<"):
+            return None
+        groups = match.groupdict()
+        return Source(groups["file"], int(groups["line"]), int(groups.get("column") or 0))
+
+    def primary_source(self, fail_on: str) -> Source | None:
+        """The source line most responsible: the first located finding that fails, else any."""
+        for finding in self.failing(fail_on) + self.findings:
+            source = self.source(finding)
+            if source is not None:
+                return source
+        return None
+
+
+@dataclasses.dataclass
+class FileResult:
+    path: str
+    format: Format | None = None
+    modules: list[ModuleResult] = dataclasses.field(default_factory=list)
+    error: str | None = None      # why the file could not be read (exit 2)
+
+
+@dataclasses.dataclass
+class Run:
+    command: str                  # check | gate
+    target: str
+    fail_on: str
+    files: list[FileResult] = dataclasses.field(default_factory=list)
+    gate: dict | None = None      # the wrapped command, its status, the dump directory
+
+    @property
+    def modules(self) -> list[ModuleResult]:
+        return [m for f in self.files for m in f.modules]
+
+    @property
+    def errors(self) -> list[FileResult]:
+        return [f for f in self.files if f.error is not None]
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for m in self.modules for f in m.findings]
+
+    def failing(self) -> list[Finding]:
+        return [f for m in self.modules for f in m.failing(self.fail_on)]
+
+    def counts_by_kind(self) -> dict[str, tuple[int, int]]:
+        """kind -> (places, ops): places are grouped findings, ops their summed counts."""
+        places: Counter[str] = Counter()
+        ops: Counter[str] = Counter()
+        for f in self.findings:
+            places[f.kind] += 1
+            ops[f.kind] += f.count
+        return {k: (places[k], ops[k]) for k in sorted(places, key=lambda k: (-places[k], k))}
+
+    def counts_by_severity(self) -> dict[str, int]:
+        counts = Counter(str(f.severity) for f in self.findings)
+        return {s: counts.get(s, 0) for s in reversed(SEVERITIES)}
+
+    @property
+    def command_failed(self) -> bool:
+        return bool(self.gate) and self.gate.get("returncode") != 0
+
+    def exit_code(self) -> int:
+        if self.errors:
+            return 2
+        if self.failing() or self.command_failed:
+            return 1
+        return 0
+
+
+def target_description(name: str) -> str:
+    return TARGET_PROFILES[name].description
+
+
+def check_units(units: list[Unit], target: str) -> list[ModuleResult]:
+    return [check_unit(unit, target) for unit in units]
+
+
+def check_unit(unit: Unit, target: str) -> ModuleResult:
+    try:
+        module, _ = mlir.load(unit.data)
+    except ValueError as exc:
+        raise InputError(unit.display, _reason(exc)) from None
+    if unit.name is None:
+        unit.name = _sym_name(module)
+        if unit.function is None:
+            unit.function = function_name(unit.name)
+    if unit.origin is None and unit.function:
+        unit.origin = call_site(module, unit.function)
+    report = x64guard.check(module, target=target)
+    return ModuleResult(unit, list(report.findings))
+
+
+def call_site(module, function: str) -> str | None:
+    """Where a jitted function was called from: JAX names the location of `@main`'s own
+    ops (its return) `jit(<function>)`, over the caller's file location."""
+    from jax.extend.mlir import ir
+
+    from x64guard.passes.locations import parse_location
+
+    wanted = (f"jit({function})", f"pjit({function})", f"pmap({function})")
+    for op in module.body.operations:
+        if op.operation.name != "func.func" or "sym_name" not in op.operation.attributes:
+            continue
+        if ir.StringAttr(op.operation.attributes["sym_name"]).value != "main":
+            continue
+        for region in op.operation.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    where, name = parse_location(str(inner.operation.location))
+                    if name in wanted and where and not where.startswith("line "):
+                        return where
+    return None
+
+
+def check_file(path: str, target: str, data: bytes | None = None) -> FileResult:
+    result = FileResult("<stdin>" if path == "-" else path)
+    try:
+        units = read_units(path, data)
+        result.format = units[0].format
+        result.modules = check_units(units, target)
+    except InputError as exc:
+        result.error = exc.reason
+    return result
+
+
+def format_name(fmt: Format | None) -> str:
+    return FORMAT_NAMES.get(fmt, "unknown") if fmt else "unknown"
+
+
+def _sym_name(module) -> str | None:
+    from jax.extend.mlir import ir
+
+    attributes = module.operation.attributes
+    if "sym_name" in attributes:
+        return ir.StringAttr(attributes["sym_name"]).value
+    return None
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text.removeprefix("x64guard: ")
