@@ -87,6 +87,8 @@ def artifacts(tmp_path_factory) -> dict[str, Path]:
     write("f64.mlirbc", mlir.to_bytecode(module))
     write("f64.portable.bc", mlir.to_portable_artifact(module))
     write("f64.hlo.txt", f64.as_text(dialect="hlo", debug_info=True))
+    write("f64.hlo.pb", f64.compiler_ir("hlo").as_serialized_hlo_module_proto())
+    write("f64.compiled.hlo.txt", f64.compile().as_text())  # optimized: fusions, mhlo ops
     write("f64.exported", export_serialized(programs.f64_model, x64))
     bytecode = mlir.to_bytecode(module)
     write("truncated.mlirbc", bytecode[: len(bytecode) // 2])

@@ -27,6 +27,8 @@ def test_f64_module_under_x32_exits_1_with_the_source_line(artifacts, f64_line):
     ("f64.mlirbc", "MLIR bytecode"),
     ("f64.portable.bc", "StableHLO portable artifact"),
     ("f64.hlo.txt", "HLO text"),
+    ("f64.hlo.pb", "HLO proto"),
+    ("f64.compiled.hlo.txt", "HLO text"),
     ("f64.exported", "jax.export artifact"),
 ])
 def test_every_input_format_is_read_with_its_locations(artifacts, f64_line, name, fmt):
@@ -44,6 +46,18 @@ def test_complex64_passes_x32_but_not_neuron(artifacts):
     assert "[complex-type]" in neuron.stdout
     from tests.cli.programs import marker_line
     assert f"{REL_PROGRAMS}:{marker_line('complex')}:" in neuron.stdout
+
+
+def test_errors_are_one_line_unless_debugging(artifacts, tmp_path):
+    # A directory where the report file should go: writing it fails.
+    (tmp_path / "report.json").mkdir()
+    args = ("check", "--format", "json", "-o", tmp_path / "report.json" / ".", artifacts["clean.mlir"])
+    quiet = run_cli(*args)
+    assert quiet.returncode == 2
+    (line,) = quiet.stderr.strip().splitlines()
+    assert line.startswith("x64guard: error: ") and "cannot write" in line and "Traceback" not in quiet.stderr
+    loud = run_cli(*args, env={"X64GUARD_DEBUG": "1"})
+    assert loud.returncode == 2 and "Traceback (most recent call last)" in loud.stderr
 
 
 def test_x64_target_accepts_f64(artifacts):
@@ -135,3 +149,16 @@ def test_console_script_is_installed(artifacts):
     assert script.exists(), "pip install -e . declares the x64guard console script"
     proc = subprocess.run([str(script), "check", str(artifacts["clean.mlir"])], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_an_unexpected_exception_is_exit_2_in_one_line(monkeypatch, capsys):
+    from x64guard.cli import app
+
+    def boom(args):
+        raise RuntimeError("boom\nsecond line")
+
+    monkeypatch.setattr(app, "_check", boom)
+    monkeypatch.delenv("X64GUARD_DEBUG", raising=False)
+    assert app.main(["check", "x.mlir"]) == 2
+    err = capsys.readouterr().err
+    assert err == "x64guard: error: internal error: RuntimeError: boom (set X64GUARD_DEBUG=1 for a traceback)\n"

@@ -38,14 +38,48 @@ def hlo_text_to_stablehlo(text: str) -> bytes:
     return hlo_proto_to_stablehlo(module.as_serialized_hlo_module_proto())
 
 
-def hlo_proto_to_stablehlo(proto: bytes) -> bytes:
+def hlo_proto_to_stablehlo(proto: bytes) -> bytes | str:
+    """StableHLO bytecode for the HLO module; generic-form MLIR text instead when the
+    converter kept MHLO ops (XLA's optimized HLO: `mhlo.fusion`, `mhlo.bitcast`, whose
+    attributes x64guard's context, which has no MHLO dialect, cannot read from bytecode)."""
     try:
-        return jex_mlir.hlo_to_stablehlo(proto)
+        bytecode = jex_mlir.hlo_to_stablehlo(proto)
     except Exception as exc:
         raise ValueError(f"not a convertible HloModuleProto: {_first_line(exc)}") from None
+    return _without_mhlo_bytecode(bytecode)
 
 
-def stablehlo_to_hlo_text(module_bytecode: bytes) -> str:
+def _without_mhlo_bytecode(bytecode: bytes) -> bytes | str:
+    from jax.extend.mlir import ir
+    from jaxlib.mlir.dialects import mhlo
+
+    from x64guard import mlir
+
+    global _MHLO_CONTEXT
+    if _MHLO_CONTEXT is None:
+        _MHLO_CONTEXT = mlir.make_context()
+        mhlo.register_mhlo_dialect(_MHLO_CONTEXT)
+    with _MHLO_CONTEXT:
+        module = ir.Module.parse(bytecode)
+        uses_mhlo = []
+
+        def visit(op):
+            if op.name.startswith("mhlo."):
+                uses_mhlo.append(op.name)
+                return ir.WalkResult.INTERRUPT
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+        if not uses_mhlo:
+            return bytecode
+        return module.operation.get_asm(enable_debug_info=True, print_generic_op_form=True,
+                                        large_elements_limit=None)
+
+
+_MHLO_CONTEXT = None
+
+
+def stablehlo_to_hlo_text(module_bytecode: bytes | str) -> str:
     from jaxlib._jax import mlir as jaxlib_mlir  # private: see the module docstring
 
     computation = jaxlib_mlir.mlir_module_to_xla_computation(module_bytecode, use_tuple_args=False,
@@ -53,7 +87,7 @@ def stablehlo_to_hlo_text(module_bytecode: bytes) -> str:
     return computation.as_hlo_text(print_large_constants=True)
 
 
-def stablehlo_to_hlo_proto(module_bytecode: bytes) -> bytes:
+def stablehlo_to_hlo_proto(module_bytecode: bytes | str) -> bytes:
     from jaxlib._jax import mlir as jaxlib_mlir  # private: see the module docstring
 
     computation = jaxlib_mlir.mlir_module_to_xla_computation(module_bytecode, use_tuple_args=False,

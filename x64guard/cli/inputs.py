@@ -250,9 +250,9 @@ def narrowed_bytes(unit: Unit, result) -> bytes:
     if unit.format is Format.PORTABLE_ARTIFACT:
         return result.portable_artifact(unit.version)
     if unit.format is Format.HLO_TEXT:
-        return _hlo.stablehlo_to_hlo_text(result.bytecode()).encode("utf-8")
+        return _hlo.stablehlo_to_hlo_text(result.text).encode("utf-8")
     if unit.format is Format.HLO_PROTO:
-        return _hlo.stablehlo_to_hlo_proto(result.bytecode())
+        return _hlo.stablehlo_to_hlo_proto(result.text)
     raise InputError(unit.display, f"x64guard narrow cannot write a {FORMAT_NAMES[unit.format]} back")
 
 
