@@ -123,6 +123,7 @@ def test_an_unreadable_file_does_not_hide_the_others(artifacts):
     (["check", "--target", "tpu9", "x.mlir"], "invalid choice: 'tpu9'"),
     (["check"], "the following arguments are required: PATH"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ([], "give a command: check, narrow or gate"),
     (["gate", "pytest"], "gate needs the command after `--`"),
     (["narrow", "in.mlir"], "the following arguments are required: -o/--output"),
 ])

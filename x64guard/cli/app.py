@@ -124,8 +124,8 @@ def _main(argv: list[str]) -> int:
             raise UsageError("gate needs the command after `--`, e.g. x64guard gate -- pytest -q")
     args = build_parser().parse_args(argv)
     if args.subcommand is None:
-        build_parser().print_help(sys.stderr)
-        return EXIT_USAGE
+        from x64guard.cli.gate import UsageError
+        raise UsageError("give a command: check, narrow or gate (see `x64guard --help`)")
     if args.subcommand == "check":
         return _check(args)
     if args.subcommand == "narrow":
