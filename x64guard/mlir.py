@@ -16,6 +16,7 @@ from jax.extend import mlir as jex_mlir
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import chlo, sdy, stablehlo
 
+from x64guard import _compat
 from x64guard.errors import X64GuardError
 
 BYTECODE_MAGIC = b"ML\xefR"
@@ -35,6 +36,7 @@ def make_context() -> ir.Context:
     context.load_all_available_dialects()
     for dialect in (stablehlo, chlo, sdy):
         dialect.register_dialect(context)
+    _compat.register_mhlo(context)
     context.allow_unregistered_dialects = True
     return context
 

@@ -116,7 +116,7 @@ def test_sarif_fields_code_scanning_reads(sarif, f64_line):
     physical = cosine["locations"][0]["physicalLocation"]
     assert physical["artifactLocation"] == {"uri": REL_PROGRAMS, "uriBaseId": "%SRCROOT%"}
     column = int(cosine["properties"]["location"].rsplit(":", 1)[1])
-    assert physical["region"] == {"startLine": f64_line, "startColumn": column + 1}  # JAX: 0-based
+    assert physical["region"] == {"startLine": f64_line, "startColumn": column}  # 1-based, as the core reports
     assert {r["ruleId"] for r in run["results"] if "complex64" in r["properties"]["file"]} == {"complex-type"}
     (invocation,) = run["invocations"]
     assert invocation["executionSuccessful"] is False and invocation["exitCode"] == 2

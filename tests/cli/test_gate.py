@@ -35,7 +35,7 @@ def test_gate_fails_naming_the_f64_function_and_its_line(example_gate):
     line = line_of(EXAMPLE / "model.py", "centred = x - jnp.mean(x)")
     paths = {(f["source"]["path"], f["source"]["line"]) for f in module["findings"] if f["source"]}
     assert ("examples/ci/model.py", line) in paths
-    assert module["origin"].endswith(f"examples/ci/test_model.py:{line_of(EXAMPLE / 'test_model.py', 'out = model.standardise(x)')}:10")
+    assert module["origin"].endswith(f"examples/ci/test_model.py:{line_of(EXAMPLE / 'test_model.py', 'out = model.standardise(x)')}:11")  # 1-based column of `model`
 
 
 def test_gate_keeps_the_command_output_off_a_machine_readable_stdout(example_gate):

@@ -36,10 +36,9 @@ def render(run: Run, fmt: str, style: Style | None = None) -> str:
 
 
 def one_column(source: Source) -> int:
-    """SARIF and GitHub count columns from 1. JAX writes Python's 0-based column offsets
-    into its locations (`x = jnp.sin(y)` at the line start is column 4 for `jnp`), so
-    locations in .py files are shifted by one; others (MLIR's own) are 1-based already."""
-    return source.column + 1 if source.file.endswith(".py") else max(source.column, 1)
+    """SARIF and GitHub count columns from 1, as x64guard's locations do (the core turns
+    JAX's 0-based Python column offsets into 1-based columns)."""
+    return max(source.column, 1)
 
 
 def relative_location(where: str) -> str:

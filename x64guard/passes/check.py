@@ -33,8 +33,12 @@ def check_target(module: ir.Module, target: str) -> Report:
         if f.kind == "type-narrowed" and not profile.allow_64bit:
             f = dataclasses.replace(
                 f, kind="type-64bit", severity=Severity.ERROR,
-                message=f"64-bit types reach a {profile.name} target ({f.message.removeprefix('narrowed ')}); "
+                message=f"64-bit types reach the {profile.name} target ({f.message.removeprefix('narrowed ')}); "
                         "`x64guard narrow` (or x64guard.narrow) narrows them as JAX's x32 mode would")
+        elif f.kind == "type-narrowed":
+            f = dataclasses.replace(
+                f, kind="type-64bit", message=f"64-bit types ({f.message.removeprefix('narrowed ')}); "
+                                              f"the {profile.name} target accepts them")
         elif profile.allow_64bit and f.severity is Severity.ERROR:
             f = dataclasses.replace(f, severity=Severity.INFO,
                                     message=f"{f.message} (only matters if the module is narrowed)")

@@ -39,7 +39,9 @@ def parse_location(text: str) -> tuple[str | None, str | None]:
     name_match = _NAME.match(text)
     where = None
     if file_match and file_match.group(1) not in ("", "-"):
-        where = f"{file_match.group(1)}:{file_match.group(2)}:{file_match.group(3)}"
+        path, line, column = file_match.group(1), file_match.group(2), int(file_match.group(3))
+        # JAX records Python's 0-based column offsets; editors and tools count from 1.
+        where = f"{path}:{line}:{column + 1 if path.endswith('.py') else column}"
     elif file_match:
         where = f"line {file_match.group(2)}:{file_match.group(3)} of the input"
     return where, (name_match.group(1) if name_match else None)
