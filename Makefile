@@ -11,8 +11,10 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
+# torch 2.9.0 + torch-xla 2.9.0 come from the package index (several GB the first time;
+# pip's cache makes a repeat install of a fresh .venv take about 90 s).
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[test,torch-xla]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -26,7 +28,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider
 
 $(VENV)/.x64guard-bench: pyproject.toml | $(STAMP)
-	$(PY) -m pip install --quiet -e ".[test,bench]"
+	$(PY) -m pip install --quiet -e ".[test,torch-xla,bench]"
 	touch $@
 
 bench: $(VENV)/.x64guard-bench
