@@ -63,7 +63,10 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
     policy = resolve_overflow(overflow).value
     working, source_format = mlir.load(module)
     dry_run = resolved is not Mode.WARN
-    result = NarrowX64Pass(overflow=policy, dry_run=dry_run).apply(working)
+    try:
+        result = NarrowX64Pass(overflow=policy, dry_run=dry_run).apply(working)
+    except RecursionError:
+        raise ValueError("x64guard: the module's types nest too deeply to narrow") from None
     out = NarrowResult(working, result.findings + _format_findings(source_format, result.changes),
                        result.changes, resolved, source_format)
 

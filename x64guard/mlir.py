@@ -11,6 +11,8 @@ from __future__ import annotations
 import enum
 import threading
 
+import numpy as np
+
 from jax.extend import lowering
 from jax.extend import mlir as jex_mlir
 from jax.extend.mlir import ir
@@ -93,15 +95,40 @@ def _to_bytecode(operation: ir.Operation) -> bytes:
     return buffer.getvalue()
 
 
+# The MLIR text parser recurses on the C stack: far deeper nesting than any real program
+# has crashes the process, so it is refused before parsing.
+MAX_NESTING = 1000
+_BRACKET_STEP = np.zeros(256, np.int8)
+_BRACKET_STEP[list(b"{([")] = 1
+_BRACKET_STEP[list(b"})]")] = -1
+
+
 def _parse_text(text: str) -> ir.Module:
     if not text.strip():
         raise ValueError("x64guard: the input is empty (no MLIR module to read)")
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # lone surrogates, e.g. from errors="surrogateescape"
+        raise ValueError(f"x64guard: the input is not valid UTF-8 text ({exc.reason} at {exc.start})") from None
+    depth = _max_nesting(encoded)
+    if depth > MAX_NESTING:
+        raise ValueError(f"x64guard: the input nests brackets {depth} deep; x64guard reads at most "
+                         f"{MAX_NESTING} (deeper input would overflow the MLIR parser's stack)")
     context = thread_context()
     try:
         with context:
             return ir.Module.parse(text)
     except ir.MLIRError as exc:
         raise ValueError(f"x64guard: the input is not a valid MLIR module: {_first_diagnostic(exc)}") from None
+
+
+def _max_nesting(encoded: bytes) -> int:
+    """The deepest bracket nesting, counted over the raw text (brackets inside strings
+    count too, which only makes the limit conservative)."""
+    if encoded.count(b"{") + encoded.count(b"(") + encoded.count(b"[") <= MAX_NESTING:
+        return 0  # cannot nest deeper than it opens
+    steps = _BRACKET_STEP[np.frombuffer(encoded, np.uint8)]
+    return int(np.cumsum(steps, dtype=np.int32).max(initial=0))
 
 
 def _parse_bytes(data: bytes) -> tuple[ir.Module, SourceFormat]:

@@ -81,8 +81,10 @@ def _read_printed_dense(op: ir.Operation, dtype: np.dtype, result_type: ir.Type)
     else:
         parts = [_number(tok, dtype) for tok in _NUMBER.findall(body)]
         if dtype.kind == "c":
-            raw = np.array(parts[0::2], np.float64) + 1j * np.array(parts[1::2], np.float64)
-            raw = raw.astype(dtype)
+            # Parts assigned, not added: re + 1j*im would turn -0.0 into 0.0 and inf+nan*j
+            # into nan+nan*j.
+            raw = np.empty(len(parts) // 2, dtype)
+            raw.real, raw.imag = parts[0::2], parts[1::2]
         else:
             raw = np.array(parts, dtype=dtype)
     if raw.size == 1 and count != 1:
