@@ -1,7 +1,9 @@
 """x64guard benchmark (`make bench`): figures, not tests. Nothing here fails on speed.
 
-Two halves: the core pass against IREE (below), and x64guard.jit against jax.jit
-(bench/jit.py: first call, steady-state call, narrowed vs float64 run time).
+Three halves: the core pass against IREE (below), x64guard.jit against jax.jit
+(bench/jit.py: first call, steady-state call, narrowed vs float64 run time), and large
+modules (bench/large.py: peak memory narrowing a 400 MB float64 constant, time per op at
+30k vs 200k ops).
 
 Core:
   (a) text -> text, end to end: x64guard in-process (read file, parse, narrow, print,
@@ -16,7 +18,7 @@ The module is a ~33k-op x64 StableHLO program JAX lowers from a deep unrolled Py
 loop (bench/workload.py). Timings are best of N after one warm-up, time.perf_counter.
 Figures also go to bench-out/results.json.
 
-Options: --runs N (default 5), --steps S (module size), --only core|jit (one half),
+Options: --runs N (default 5), --steps S (module size), --only core|jit|large (one half),
 --profile (cProfile of core (b) and of x64guard.jit's steady-state calls).
 """
 
@@ -43,6 +45,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import jit as jit_bench  # noqa: E402  (bench/jit.py)
+import large as large_bench  # noqa: E402  (bench/large.py)
 import workload  # noqa: E402  (bench/workload.py)
 
 import x64guard  # noqa: E402
@@ -319,7 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="timed runs per figure (best is kept)")
     parser.add_argument("--steps", type=int, default=workload.DEFAULT_STEPS, help="unrolled loop steps")
-    parser.add_argument("--only", choices=("core", "jit"), help="run one half: the core pass or x64guard.jit")
+    parser.add_argument("--only", choices=("core", "jit", "large"),
+                        help="run one half: the core pass, x64guard.jit or large modules")
     parser.add_argument("--profile", action="store_true",
                         help="cProfile narrow(ir.Module) and x64guard.jit steady-state calls, top 15 by tottime")
     parser.add_argument("--json", type=Path, default=ROOT / "bench-out" / "results.json")
@@ -327,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = max(1, args.runs)
     warnings.simplefilter("ignore", x64guard.X64GuardWarning)
     t_bench = time.perf_counter()
-    halves = (args.only,) if args.only else ("core", "jit")
+    halves = (args.only,) if args.only else ("core", "jit", "large")
 
     env = {"python": platform.python_version(), "jax": version("jax"), "jaxlib": version("jaxlib"),
            "iree-base-compiler": version("iree-base-compiler"), "x64guard": x64guard.__version__,
@@ -343,6 +347,9 @@ def main(argv: list[str] | None = None) -> int:
     if "jit" in halves:
         results["jit"] = jit_bench.run(runs, profile=args.profile)
         summary += jit_bench.summary(results["jit"])
+    if "large" in halves:
+        results["large"] = large_bench.run(runs)
+        summary += large_bench.summary(results["large"])
 
     print(f"\nx64guard bench (best of {runs})")
     print("\n".join(summary))
