@@ -43,7 +43,8 @@ DTYPE_DEPENDENT_SEEN: list[tuple[Program, str]] = []
 
 @dataclass
 class Verdict:
-    # "identical" | "refused" | "x32-fails" | "xla-fails" | "dtype-dependent" | "sentinel-literal"
+    # "identical" | "refused" | "x32-fails" | "xla-fails" | "jax-cannot-lower" | "dtype-dependent"
+    # | "sentinel-literal"
     outcome: str
     detail: str = ""
     findings: list = field(default_factory=list)
@@ -136,8 +137,16 @@ def check_program(program: Program) -> Verdict:
     args = program.args()
     try:
         text = lower_x64(fn, args)
-    except Exception as exc:  # the generator only makes programs that trace with x64
-        raise _fail(program, f"the program does not lower with x64 on: {type(exc).__name__}: {exc}") from exc
+    except Exception as exc:  # the generator checks tracing (eval_shape), not lowering
+        try:
+            with x64(False), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                jax.clear_caches()
+                jax.jit(fn).lower(*program.args32())
+        except Exception as x32_exc:  # JAX cannot lower it at all (e.g. an FFT of length 0)
+            return Verdict("jax-cannot-lower", f"{type(x32_exc).__name__}: {str(x32_exc).splitlines()[0][:200]}")
+        raise _fail(program, f"the program lowers with x64 off but not with x64 on: {type(exc).__name__}: "
+                    f"{str(exc)[:800]}") from exc
 
     hazards = program.hazards
     try:

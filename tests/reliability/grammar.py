@@ -349,7 +349,7 @@ class OpSpec:
     template: str                                 # how the node reads in `Program.source`
     params: Callable[..., tuple] | None = None    # params(draw, avals) -> ((name, value), ...)
     min_ndim: int = 0
-    nonempty: bool = False
+    nonempty: bool = False                        # no zero-size operand
     hazard: bool = False                          # may only trace under x64 (refusal expected)
     weight: int = 2
 
@@ -714,9 +714,9 @@ op("dot_preferred", 2, (REALNUM, REALNUM),
    "jnp.dot({0}, {1}, preferred_element_type=jnp.{dtype})",
    lambda draw, avals: (("dtype", draw(__import__("hypothesis").strategies.sampled_from(
        ["float64", "int64", "float32", "complex128"]))),), weight=1)
-op("fft", 1, INEXACT, lambda p, x: jnp.fft.fft(x), "jnp.fft.fft({0})", min_ndim=1)
-op("rfft", 1, FLOAT, lambda p, x: jnp.fft.rfft(x), "jnp.fft.rfft({0})", min_ndim=1, weight=1)
-op("ifft2", 1, INEXACT, lambda p, x: jnp.fft.ifft2(x), "jnp.fft.ifft2({0})", min_ndim=2, weight=1)
+op("fft", 1, INEXACT, lambda p, x: jnp.fft.fft(x), "jnp.fft.fft({0})", min_ndim=1, nonempty=True)
+op("rfft", 1, FLOAT, lambda p, x: jnp.fft.rfft(x), "jnp.fft.rfft({0})", min_ndim=1, nonempty=True, weight=1)
+op("ifft2", 1, INEXACT, lambda p, x: jnp.fft.ifft2(x), "jnp.fft.ifft2({0})", min_ndim=2, nonempty=True, weight=1)
 op("one_hot", 1, INT, lambda p, x: jax.nn.one_hot(x, 4), "jax.nn.one_hot({0}, 4)", weight=1)
 op("bincount", 1, INT, lambda p, x: jnp.bincount(jnp.ravel(x) % 5, length=5), "jnp.bincount(jnp.ravel({0}) % 5, length=5)",
    weight=1)
@@ -736,7 +736,8 @@ op("iota64", 1, NUM, lambda p, x: x + lax.iota(jnp.int64, x.shape[-1]).astype(x.
 op("cumsum_int64", 1, NUM, lambda p, x: jnp.cumsum(x, dtype=jnp.int64), "jnp.cumsum({0}, dtype=jnp.int64)", weight=1)
 op("conv2d", 2, (LINALG, LINALG),
    lambda p, x, w: lax.conv_general_dilated(x[None, None], w[None, None], (1, 1), "SAME")[0, 0],
-   "lax.conv_general_dilated({0}[None, None], {1}[None, None], (1, 1), 'SAME')[0, 0]", min_ndim=2, weight=1)
+   "lax.conv_general_dilated({0}[None, None], {1}[None, None], (1, 1), 'SAME')[0, 0]", min_ndim=2, nonempty=True,
+   weight=1)
 
 
 # random numbers drawn at 32 bits in an x64 program (float64 sampling is refused, by design)
@@ -1055,7 +1056,8 @@ def _draw_node(draw, name: str, values: list[Value]):
     operands: list[int] = []
     for position, kind in enumerate(spec.kinds):
         candidates = (_first_operand_candidates(spec, values) if position == 0 else
-                      [i for i, v in enumerate(values) if v is not None and kind(v.dtype)])
+                      [i for i, v in enumerate(values) if v is not None and kind(v.dtype)
+                       and (not spec.nonempty or int(np.prod(v.shape)) > 0)])
         if not candidates:
             return None
         # Prefer recent values (deeper programs), but any earlier one may be read.

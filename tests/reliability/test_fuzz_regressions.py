@@ -238,3 +238,15 @@ def test_narrow_on_nested_tuple_types_is_a_value_error():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             x64guard.narrow(hostile._nest("tuple", 500))
+
+
+def test_programs_jax_cannot_lower_are_not_blamed_on_x64guard():
+    """Found by the differential fuzzer (seeds 41, 42): an FFT of a zero-length axis and a
+    convolution with an empty kernel trace (eval_shape) but JAX cannot lower them, with x64
+    on or off. The generator now keeps such operands non-empty, and the property reports
+    `jax-cannot-lower` instead of failing when both lowerings fail."""
+    from tests.reliability.grammar import OPS
+    assert OPS["rfft"].nonempty and OPS["conv2d"].nonempty
+    program = Program(inputs=(Input(dtype='float64', shape=(2, 0), seed=1),),
+                      nodes=(Node(op='rfft', args=(0,)),), outputs=(1,))
+    assert check_program(program).outcome == "jax-cannot-lower"
