@@ -1,9 +1,12 @@
 """x64guard benchmark (`make bench`): figures, not tests. Nothing here fails on speed.
 
-Three halves: the core pass against IREE (below), x64guard.jit against jax.jit
-(bench/jit.py: first call, steady-state call, narrowed vs float64 run time), and large
-modules (bench/large.py: peak memory narrowing a 400 MB float64 constant, time per op at
-30k vs 200k ops).
+Parts: the core pass against IREE (below); x64guard.jit against jax.jit (bench/jit.py:
+first call, steady-state call, narrowed vs float64 run time);
+x64guard.torch.set_default_int_dtype against stock PyTorch (bench/torch_int.py: eager
+per-op overhead; skipped when torch is not installed); the torch-xla backend against
+torch-xla's openxla (bench/torch_xla_bench.py; skipped without torch-xla); large modules
+(bench/large.py: peak memory narrowing a 400 MB float64 constant, time per op at 30k vs
+200k ops).
 
 Core:
   (a) text -> text, end to end: x64guard in-process (read file, parse, narrow, print,
@@ -18,7 +21,7 @@ The module is a ~33k-op x64 StableHLO program JAX lowers from a deep unrolled Py
 loop (bench/workload.py). Timings are best of N after one warm-up, time.perf_counter.
 Figures also go to bench-out/results.json.
 
-Options: --runs N (default 5), --steps S (module size), --only core|jit|large (one half),
+Options: --runs N (default 5), --steps S (module size), --only core|jit|torch|torch_xla|large (one part),
 --profile (cProfile of core (b) and of x64guard.jit's steady-state calls).
 """
 
@@ -322,8 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="timed runs per figure (best is kept)")
     parser.add_argument("--steps", type=int, default=workload.DEFAULT_STEPS, help="unrolled loop steps")
-    parser.add_argument("--only", choices=("core", "jit", "large"),
-                        help="run one half: the core pass, x64guard.jit or large modules")
+    parser.add_argument("--only", choices=("core", "jit", "torch", "torch_xla", "large"),
+                        help="run one part: the core pass, x64guard.jit, x64guard.torch, the torch-xla backend "
+                             "or large modules")
     parser.add_argument("--profile", action="store_true",
                         help="cProfile narrow(ir.Module) and x64guard.jit steady-state calls, top 15 by tottime")
     parser.add_argument("--json", type=Path, default=ROOT / "bench-out" / "results.json")
@@ -331,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = max(1, args.runs)
     warnings.simplefilter("ignore", x64guard.X64GuardWarning)
     t_bench = time.perf_counter()
-    halves = (args.only,) if args.only else ("core", "jit", "large")
+    halves = (args.only,) if args.only else ("core", "jit", "torch", "torch_xla", "large")
 
     env = {"python": platform.python_version(), "jax": version("jax"), "jaxlib": version("jaxlib"),
            "iree-base-compiler": version("iree-base-compiler"), "x64guard": x64guard.__version__,
@@ -347,6 +351,19 @@ def main(argv: list[str] | None = None) -> int:
     if "jit" in halves:
         results["jit"] = jit_bench.run(runs, profile=args.profile)
         summary += jit_bench.summary(results["jit"])
+    if "torch" in halves:
+        try:
+            import torch_int as torch_bench  # bench/torch_int.py (needs torch)
+        except ImportError as exc:
+            print(f"\n[x64guard.torch] not measured: {exc}")
+        else:
+            results["torch"] = torch_bench.run(runs)
+            summary += torch_bench.summary(results["torch"])
+
+    if "torch_xla" in halves:
+        import torch_xla_bench  # bench/torch_xla_bench.py (skips itself without torch-xla)
+        results["torch_xla"] = torch_xla_bench.run(runs)
+        summary += torch_xla_bench.summary(results["torch_xla"])
     if "large" in halves:
         results["large"] = large_bench.run(runs)
         summary += large_bench.summary(results["large"])

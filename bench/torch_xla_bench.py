@@ -1,0 +1,213 @@
+"""x64guard's torch-xla backend against torch-xla's own `openxla` backend (a section of
+`make bench`; alone: `bench/run.py --only torch_xla`, or `python bench/torch_xla_bench.py`).
+Figures, not tests: nothing here fails on speed. Every ratio compares two timings
+taken in the same run, the sides interleaved, best of N loops, results read back.
+
+The model is the suite's transformer block (tests/torch_xla/models.py: float64
+parameters, int64 tokens and positions, a causal mask, GELU), on the XLA device (CPU
+backend), called under torch.no_grad(); `openxla` runs it at full width, x64guard
+narrowed.
+
+  (a) steady-state call, the same token tensor on every call (what the backend itself
+      costs per call: dynamo's guards, the cached program, the inputs; the parameters'
+      narrowed copies are cached). Target: x64guard / openxla <= 1.10.
+  (b) fresh int64 tokens on the device for every call: x64guard casts them at the
+      boundary and reads their min/max for the range check (a small graph of its own,
+      and a wait for it), on every call.
+  (c) fresh int32 tokens on the device for every call: nothing to cast.
+  (d) first call (dynamo, trace, narrow, compile), for context: one fresh model each.
+  (e) a float32 MLP on float32 inputs: nothing to narrow, the same program on both
+      sides, so the ratio is the backend's own per-call cost (in (a)-(c) x64guard runs
+      float32 where openxla runs float64, which is part of the difference).
+
+`run(runs)` prints this section and returns its figures; `summary(figures)` gives the
+lines of the final table.
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import hashlib
+import os
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+os.environ.setdefault("PJRT_DEVICE", "CPU")
+
+_ROOT = Path(__file__).resolve().parent.parent
+
+# (Not bench/torch_xla.py: bench/ is first on sys.path when bench/run.py runs, and a file
+# of that name would shadow the torch_xla package for every import after it.)
+
+
+TARGET_STEADY = 1.10
+CALLS, MIN_LOOPS = 200, 11
+BATCH, LENGTH, VOCAB = 2, 12, 64
+
+
+def _met(ok: bool) -> str:
+    return "MET" if ok else "NOT MET"
+
+
+def _model():
+    if str(_ROOT) not in sys.path:
+        sys.path.append(str(_ROOT))
+    from tests.torch_xla.models import TransformerBlock
+
+    import torch
+
+    torch.manual_seed(0)
+    return TransformerBlock(vocab=VOCAB).eval().requires_grad_(False)
+
+
+def run(runs: int) -> dict:
+    """Print the torch-xla section and return its figures."""
+    try:
+        import x64guard.torch_xla as xt
+    except ImportError as exc:
+        print(f"\n[torch-xla backend] not measured: {exc}")
+        return {"skipped": str(exc)}
+    import torch
+    import torch_xla
+
+    import x64guard
+
+    start_section = time.perf_counter()
+    device = torch_xla.device()
+    source = Path(xt.__file__).read_bytes()
+    print(f"\n[torch-xla backend] torch {torch.__version__}, torch-xla {torch_xla.__version__}, device {device} "
+          f"(PJRT_DEVICE={os.environ.get('PJRT_DEVICE')}); x64guard/torch_xla.py sha256 "
+          f"{hashlib.sha256(source).hexdigest()[:12]}")
+    warnings.simplefilter("ignore", x64guard.X64GuardWarning)
+    loops = max(runs, MIN_LOOPS)
+    model = _model()
+
+    generator = torch.Generator().manual_seed(1)
+    fresh64 = [torch.randint(0, VOCAB, (BATCH, LENGTH), generator=generator) for _ in range(CALLS)]
+    same64 = [fresh64[0].to(device)] * CALLS
+    # New device tensors for every timed loop (made before it starts): none was seen before.
+    inputs_of = {"a_same_tokens": lambda: same64,
+                 "b_fresh_int64": lambda: [t.to(device) for t in fresh64],
+                 "c_fresh_int32": lambda: [t.to(torch.int32).to(device) for t in fresh64]}
+
+    # (d) first call, then the compiled functions the other figures use.
+    first = {}
+    compiled = {}
+    for name in ("openxla", "x64guard"):
+        torch._dynamo.reset()
+        fn = torch.compile(copy.deepcopy(model).to(device), backend=name)
+        begin = time.perf_counter()
+        with torch.no_grad():
+            out = fn(same64[0])
+        out[1].cpu()
+        first[name] = time.perf_counter() - begin
+        compiled[name] = fn
+    # Results agree (x64guard in 32 bits): greedy tokens equal, logits within float32.
+    with torch.no_grad():
+        wide, narrow = compiled["openxla"](same64[0]), compiled["x64guard"](same64[0])
+    same_tokens = bool(torch.equal(wide[1].cpu().to(torch.int32), narrow[1].cpu()))
+    max_diff = float((wide[0].cpu() - narrow[0].cpu().double()).abs().max())
+
+    def loop(fn, inputs) -> float:
+        gc.collect()
+        begin = time.perf_counter()
+        with torch.no_grad():
+            for x in inputs:
+                out = fn(x)
+        out[1].cpu()
+        return (time.perf_counter() - begin) / len(inputs)
+
+    figures = {"first_call_s": first, "calls_per_loop": CALLS, "loops": loops, "same_tokens": same_tokens,
+               "max_abs_logit_diff": max_diff}
+    for label, make_inputs in inputs_of.items():
+        with torch.no_grad():
+            for fn in compiled.values():   # warm-up: specializations for these inputs
+                for x in make_inputs()[:3]:
+                    fn(x)
+        times = {name: [] for name in compiled}
+        for _ in range(loops):
+            for name, fn in compiled.items():
+                times[name].append(loop(fn, make_inputs()))
+        best = {name: min(t) for name, t in times.items()}
+        median = {name: statistics.median(t) for name, t in times.items()}
+        figures[label] = {"openxla_us": best["openxla"] * 1e6, "x64guard_us": best["x64guard"] * 1e6,
+                          "ratio": best["x64guard"] / best["openxla"],
+                          "ratio_of_medians": median["x64guard"] / median["openxla"],
+                          "openxla_loops_us": [t * 1e6 for t in times["openxla"]],
+                          "x64guard_loops_us": [t * 1e6 for t in times["x64guard"]]}
+    # (e) nothing to narrow: a float32 MLP on float32 inputs, the same program on both sides.
+    torch.manual_seed(2)
+    mlp = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64), torch.nn.Tanh(),
+                              torch.nn.Linear(64, 8)).eval().requires_grad_(False)
+    plain = {name: torch.compile(copy.deepcopy(mlp).to(device), backend=name) for name in ("openxla", "x64guard")}
+    x32 = torch.randn(16, 64).to(device)
+    with torch.no_grad():
+        for fn in plain.values():
+            for _ in range(3):
+                fn(x32)
+    times = {name: [] for name in plain}
+
+    def loop_mlp(fn) -> float:
+        gc.collect()
+        begin = time.perf_counter()
+        with torch.no_grad():
+            for _ in range(CALLS):
+                out = fn(x32)
+        out.cpu()
+        return (time.perf_counter() - begin) / CALLS
+
+    for _ in range(loops):
+        for name, fn in plain.items():
+            times[name].append(loop_mlp(fn))
+    best = {name: min(t) for name, t in times.items()}
+    figures["e_float32_mlp"] = {"openxla_us": best["openxla"] * 1e6, "x64guard_us": best["x64guard"] * 1e6,
+                                "ratio": best["x64guard"] / best["openxla"]}
+    figures["counters"] = xt.counters()
+    figures["met"] = figures["a_same_tokens"]["ratio"] <= TARGET_STEADY
+    figures["target"] = f"<= {TARGET_STEADY}"
+
+    a, b, c = figures["a_same_tokens"], figures["b_fresh_int64"], figures["c_fresh_int32"]
+    print(f"    model: transformer block, float64 parameters, int64 tokens {BATCH}x{LENGTH}; {CALLS} calls per "
+          f"loop, best of {loops} loops, sides interleaved (per call)")
+    print(f"(a) same token tensor every call:   openxla {a['openxla_us']:7.1f} us   x64guard {a['x64guard_us']:7.1f} us"
+          f"   ratio {a['ratio']:.3f} (of medians {a['ratio_of_medians']:.3f})  target <= {TARGET_STEADY}  "
+          f"{_met(figures['met'])}")
+    print(f"(b) fresh int64 tokens on device:   openxla {b['openxla_us']:7.1f} us   x64guard {b['x64guard_us']:7.1f} us"
+          f"   ratio {b['ratio']:.3f} (of medians {b['ratio_of_medians']:.3f})  (boundary cast + range check "
+          f"per call)")
+    print(f"(c) fresh int32 tokens on device:   openxla {c['openxla_us']:7.1f} us   x64guard {c['x64guard_us']:7.1f} us"
+          f"   ratio {c['ratio']:.3f} (of medians {c['ratio_of_medians']:.3f})")
+    e = figures["e_float32_mlp"]
+    print(f"(e) float32 MLP, nothing to narrow: openxla {e['openxla_us']:7.1f} us   x64guard {e['x64guard_us']:7.1f} us"
+          f"   ratio {e['ratio']:.3f}  (the same program on both sides: the backend's own cost)")
+    print(f"(d) first call: openxla {first['openxla'] * 1e3:.0f} ms, x64guard {first['x64guard'] * 1e3:.0f} ms; "
+          f"greedy tokens equal: {'yes' if same_tokens else 'NO'}, max |logit difference| {max_diff:.1e} "
+          f"(float32 against float64)")
+    figures["section_s"] = time.perf_counter() - start_section
+    print(f"    (torch-xla section took {figures['section_s']:.0f} s)")
+    return figures
+
+
+def summary(figures: dict) -> list[str]:
+    """The lines of the final summary table."""
+    if "skipped" in figures:
+        return ["  torch-xla backend: not measured (" + figures["skipped"] + ")"]
+    a, b, c = figures["a_same_tokens"], figures["b_fresh_int64"], figures["c_fresh_int32"]
+    first = figures["first_call_s"]
+    return [
+        "  x64guard torch-xla backend vs openxla (transformer block, float64 + int64)",
+        f"  (a) steady-state call  x64guard {a['x64guard_us']:.0f} us  openxla {a['openxla_us']:.0f} us  "
+        f"ratio {a['ratio']:.2f}  target <= {TARGET_STEADY}  {_met(figures['met'])}",
+        f"      (fresh int64 tokens each call: ratio {b['ratio']:.2f}; fresh int32 tokens: ratio {c['ratio']:.2f}; "
+        f"float32 MLP, nothing narrowed: ratio {figures['e_float32_mlp']['ratio']:.2f}; "
+        f"first call {first['x64guard'] * 1e3:.0f} ms vs {first['openxla'] * 1e3:.0f} ms)",
+    ]
+
+
+if __name__ == "__main__":
+    result = run(next((int(a) for a in sys.argv[1:] if a.isdigit()), 3))
+    print("\n" + "\n".join(summary(result)))

@@ -1,0 +1,214 @@
+"""Everything x64guard's torch-xla front end needs from torch-xla beyond its public API.
+
+torch-xla has no public hook between its lowering and its compile. The calls below are
+the ones torch-xla's own dynamo bridge, `call_jax` and StableHLO export use; they are
+private (`torch_xla._XLAC`) and change between releases, so x64guard checks the version
+at import and says plainly when it meets another one.
+
+Measured facts behind them (torch 2.9.0, torch-xla 2.9.0): see the notes quoted in
+x64guard/torch_xla.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Iterator, Sequence
+
+TESTED_TORCH_XLA = ((2, 9, 0), (2, 10, 0))  # [low, high), for torch and torch-xla alike
+ALLOW_UNTESTED_ENV = "X64GUARD_ALLOW_UNTESTED_TORCH_XLA"
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    parts = []
+    for piece in version.split("+")[0].split(".")[:3]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+def check_torch_xla_version() -> None:
+    import torch
+    import torch_xla
+
+    low, high = TESTED_TORCH_XLA
+    for name, version in (("torch", torch.__version__), ("torch-xla", torch_xla.__version__)):
+        if not (low <= _version_tuple(version) < high) and not os.environ.get(ALLOW_UNTESTED_ENV):
+            raise ImportError(
+                f"x64guard.torch_xla is tested with {name} >= {'.'.join(map(str, low))} and < "
+                f"{'.'.join(map(str, high))}, but {name} {version} is installed. It uses torch-xla's private "
+                f"graph calls (torch_xla._XLAC), which change between releases; install the tested pair "
+                f"(pip install 'x64guard[torch-xla]', i.e. torch==2.9.0 torch-xla==2.9.0) or set "
+                f"{ALLOW_UNTESTED_ENV}=1 to try anyway.")
+
+
+def _xlac():
+    import torch_xla
+
+    return torch_xla._XLAC
+
+
+# ----------------------------------------------------------------------------- the lazy graph
+
+def stablehlo_text(tensors: Sequence, device: str) -> str:
+    """The StableHLO of the pending graph rooted at `tensors` (torch-xla lowers to HLO and
+    converts; no serialization, so nothing is expanded for a portable artifact)."""
+    return _xlac()._get_stablehlo(list(tensors), device, [], False).decode("utf-8")
+
+
+def hlo_text(tensors: Sequence) -> str:
+    """The HLO text of the pending graph rooted at `tensors` (what torch-xla compiles)."""
+    return _xlac()._get_xla_tensors_hlo(list(tensors))
+
+
+def graph_inputs(tensors: Sequence) -> tuple[list[int], list]:
+    """(tensor ids, tensors holding the data) of the device-data parameters of the graph
+    rooted at `tensors`, in the order of the lowered module's parameters."""
+    ids, values = _xlac()._get_tensors_xla_device_data_node(list(tensors))
+    return list(ids), list(values)
+
+
+def data_id(tensor) -> str:
+    """An identity for a tensor's pending IR or device data: two tensors sharing a device
+    buffer have the same one, and any write (in place or not) gives a new one."""
+    return _xlac()._unique_id_for_ir_and_data(tensor)
+
+
+def data_id_function():
+    """`data_id` itself (torch-xla's function, without a Python wrapper around it): it
+    runs once per 64-bit parameter on every call."""
+    return _xlac()._unique_id_for_ir_and_data
+
+
+def buffer_id(tensor) -> "str | None":
+    """The identity of the device buffer a tensor holds, in the form the parameters of a
+    lowered graph report it (`data_id` of an unsynced upload names its IR node instead),
+    or None when the tensor is not exactly one device buffer."""
+    _, values = _xlac()._get_tensors_xla_device_data_node([tensor])
+    if len(values) != 1:
+        return None
+    return _xlac()._unique_id_for_ir_and_data(values[0])
+
+
+def tensor_id(tensor) -> int:
+    return _xlac()._xla_get_tensor_id(tensor)
+
+
+def needs_materialization(tensors: Sequence) -> list[bool]:
+    """Which tensors hold pending IR (not yet device data)."""
+    return list(_xlac()._check_tensor_need_materialization(list(tensors)))
+
+
+def materialize(tensors: Sequence, device: str) -> None:
+    """Execute the pending graph of `tensors` only (other live tensors keep theirs)."""
+    if tensors:
+        _xlac()._xla_sync_multi(list(tensors), [device], wait=False, sync_xla_data=True)
+
+
+def seed_id() -> int:
+    """The tensor id of torch-xla's RNG seed when it enters a graph as device data."""
+    return _xlac()._get_seed_info_id()
+
+
+@contextlib.contextmanager
+def inline_scalars() -> Iterator[None]:
+    """Python numbers become `stablehlo.constant`s instead of device-data parameters
+    while tracing (what torch-xla's StableHLO export does), so the core pass sees, checks
+    and narrows their values. A process-wide torch-xla flag: restored on exit."""
+    xlac = _xlac()
+    previous = xlac._get_xla_all_numbers_special_scalars()
+    xlac._set_xla_all_numbers_special_scalars(True)
+    try:
+        yield
+    finally:
+        xlac._set_xla_all_numbers_special_scalars(previous)
+
+
+# ----------------------------------------------------------------------------- user computations
+
+def stablehlo_to_hlo_proto(module_text: str) -> bytes:
+    """A serialized HloModuleProto from StableHLO text, its results returned as a tuple
+    (what `_xla_user_computation` unpacks into tensors). jaxlib's converter, private:
+    x64guard/_compat.py's `stablehlo_to_xla_computation` returns no tuple."""
+    from jaxlib._jax import mlir as jaxlib_mlir
+
+    computation = jaxlib_mlir.mlir_module_to_xla_computation(module_text, use_tuple_args=False, return_tuple=True)
+    return computation.as_serialized_hlo_module_proto()
+
+
+def computation_from_proto(name: str, proto: bytes):
+    """An XlaComputation torch-xla can call as an op of its lazy graph."""
+    return _xlac()._xla_op_computation_from_module_proto(name, proto)
+
+
+def call_computation(name: str, inputs: Sequence, computation) -> list:
+    """The computation as an op of the lazy graph: lazy outputs, nothing executed. `name`
+    must look like 'xla::something'."""
+    return list(_xlac()._xla_user_computation(name, list(inputs), computation))
+
+
+def placeholder(shape: Sequence[int], dtype):
+    """A device-data tensor with no buffer, for staging a graph: reading it aborts the
+    process, so it is only ever an input of a user computation (never of torch ops)."""
+    from torch_xla.core import xla_builder
+
+    xla_type = xla_builder.Op.from_torch_type(dtype)
+    return _xlac()._xla_create_placeholder_tensor(xla_builder.mkshape(xla_type, tuple(shape)).shape)
+
+
+def graph_hash(tensors: Sequence) -> bytes:
+    return _xlac()._get_graph_hash(list(tensors))
+
+
+def warm_up(tensors: Sequence) -> None:
+    """Compile the graph rooted at `tensors` into torch-xla's computation cache."""
+    _xlac()._xla_warm_up_cache(list(tensors), [])
+
+
+def run_cached(graph: bytes, inputs: Sequence) -> list:
+    """Run a graph `warm_up` compiled, on device-data inputs in its parameter order:
+    what torch-xla's dynamo backend does on every call (no tracing, no hashing)."""
+    return list(_xlac()._run_cached_graph(graph, list(inputs)))
+
+
+# ----------------------------------------------------------------------------- metrics
+
+def execution_count() -> int:
+    """How many graphs torch-xla has executed so far (its ExecuteTime metric)."""
+    import torch_xla.debug.metrics as metrics
+
+    data = metrics.metric_data("ExecuteTime")
+    return int(data[0]) if data else 0
+
+
+def fallback_counts() -> dict[str, int]:
+    """torch-xla's per-op counters of aten ops it ran on the CPU (no lowering)."""
+    import torch_xla.debug.metrics as metrics
+
+    return {name: int(metrics.counter_value(name) or 0) for name in metrics.counter_names()
+            if name.startswith("aten::")}
+
+
+def compile_count() -> int:
+    """How many graphs torch-xla has compiled so far (its UncachedCompile counter)."""
+    import torch_xla.debug.metrics as metrics
+
+    return int(metrics.counter_value("UncachedCompile") or 0)
+
+
+# ----------------------------------------------------------------------------- export
+
+def decompose_exported(exported_program):
+    """The exported program decomposed as torch-xla's StableHLO export does it (core ATen
+    decompositions plus torch-xla's own additions)."""
+    from torch_xla import stablehlo
+
+    return stablehlo._run_decompositions(exported_program)
+
+
+def export_interpreter(graph_module, device):
+    """torch-xla's FX interpreter for exported graphs: moves tensors that factory ops
+    create to the XLA device, wraps Python floats as torch-xla's export does."""
+    from torch_xla import stablehlo
+
+    return stablehlo.XLAExportInterpreter(graph_module, device, set(), None)

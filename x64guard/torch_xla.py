@@ -1,0 +1,997 @@
+"""x64guard's torch-xla front end: torch-xla graphs narrowed at the StableHLO level.
+
+    torch.compile(model, backend="x64guard")              # a dynamo backend (entry point)
+    x64guard.torch_xla.compile(model, mode=None, overflow="error")
+    x64guard.torch_xla.narrow_exported(exported_program)  # torch.export programs
+
+How a graph runs (the same for both): torch-xla traces it lazily at full width and
+lowers it to StableHLO (`_get_stablehlo`, the lowering itself, not a serialized portable
+artifact); `x64guard.narrow` narrows that module; the narrowed module becomes an
+XlaComputation that torch-xla calls as one op of its lazy graph (the route torch-xla's
+own `call_jax` takes), compiled once into torch-xla's computation cache and run from
+there on every later call with the same input signature (`_run_cached_graph`, what
+torch-xla's own dynamo backend does). Inputs are cast to 32 bits on the way in, integers
+range-checked; outputs are 32-bit XLA tensors.
+
+Only adapts: the narrowing is `x64guard.narrow`'s. What this module adds is torch-xla
+plumbing, the boundary casts, and repairs of torch-xla 2.9 gaps met on the way
+(reductions over an empty dim list, FFTs, which torch-xla runs on the CPU, and its
+`custom_call @mhlo.erf` spelling of erf). Every private torch-xla call is in
+x64guard/_torch_xla_compat.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import threading
+import weakref
+from typing import Any, Callable, Sequence
+
+try:
+    import torch
+    import torch_xla
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("x64guard.torch_xla needs torch and torch-xla: pip install 'x64guard[torch-xla]' "
+                      f"(torch==2.9.0, torch-xla==2.9.0) ({exc})") from exc
+
+from x64guard import _torch_xla_compat as _xc
+
+_xc.check_torch_xla_version()
+
+import numpy as np  # noqa: E402
+from torch.utils import _pytree as pytree  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+from x64guard.api import NarrowResult, narrow  # noqa: E402
+from x64guard.errors import X64GuardError  # noqa: E402
+from x64guard.findings import Finding, Severity  # noqa: E402
+from x64guard.modes import Mode, resolve_mode, resolve_overflow  # noqa: E402
+
+__all__ = ["backend", "compile", "narrow_exported", "NarrowedProgram", "NARROW_DTYPE", "counters"]
+
+BACKEND_NAME = "x64guard"
+
+# What a 64-bit dtype becomes: the core's type map, on the torch side.
+NARROW_DTYPE: dict[torch.dtype, torch.dtype] = {
+    torch.int64: torch.int32, torch.uint64: torch.uint32,
+    torch.float64: torch.float32, torch.complex128: torch.complex64,
+}
+_INTEGER_NARROW = {torch.int64, torch.uint64}
+
+# How many times x64guard traced and narrowed a graph, built a program, and ran one.
+_COUNTERS = {"traces": 0, "programs": 0, "calls": 0, "boundary_casts": 0}
+
+
+def counters() -> dict[str, int]:
+    """x64guard's own counts: graphs traced and narrowed (`traces`), programs compiled
+    into torch-xla's cache (`programs`), narrowed calls (`calls`), and 64-bit tensors
+    cast at the boundary (`boundary_casts`). A steady state moves only `calls`."""
+    return dict(_COUNTERS)
+
+
+def _device() -> torch.device:
+    return torch_xla.device()
+
+
+# ============================================================================ torch-xla repairs
+
+_A = torch.ops.aten
+
+# torch-xla 2.9 lowers these with an empty `dim` list as "reduce nothing"; PyTorch means
+# "reduce over every dimension" (measured: sum, mean, amax, amin, var, std and
+# linalg_vector_norm return their input, or NaN). torch.export decomposes a plain
+# `x.sum()` into `sum.dim_IntList(x, [])`, so `x.sum() + 1` exported as `x + 1`.
+_EMPTY_DIM_MEANS_ALL = frozenset({
+    _A.sum.dim_IntList, _A.mean.dim, _A.amax.default, _A.amin.default,
+    _A.var.correction, _A.std.correction, _A.var_mean.correction, _A.std_mean.correction,
+    _A.linalg_vector_norm.default,
+})
+_FFT_OPS = frozenset({_A._fft_c2c.default, _A._fft_r2c.default, _A._fft_c2r.default})
+
+
+def _is_xla(x) -> bool:
+    return isinstance(x, torch.Tensor) and x.device.type == "xla"
+
+
+class _TorchXlaRepairs(TorchDispatchMode):
+    """Active while x64guard traces a graph with torch-xla (and in mode allow):
+
+    * reductions over an empty dim list get the full list (torch-xla reduces nothing);
+    * FFTs (`_fft_c2c`, `_fft_r2c`, `_fft_c2r`), which torch-xla 2.9 runs on the CPU,
+      become XLA's `fft` op, lowered by JAX at full width inside the traced graph, so
+      that the core pass narrows them with the rest (complex128 -> complex64).
+
+    Anything that is not an XLA tensor (fake tensors of torch.export's own tracing) is
+    passed through untouched.
+    """
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if args and _is_xla(args[0]):
+            if func in _EMPTY_DIM_MEANS_ALL:
+                args, kwargs = _full_dims(func, args, kwargs)
+            elif func in _FFT_OPS:
+                return _fft(func, *args, **kwargs)
+        return func(*args, **kwargs)
+
+
+def _full_dims(func, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """`dim=[]` -> every dimension, for the ops in _EMPTY_DIM_MEANS_ALL."""
+    x = args[0]
+    if x.dim() == 0:
+        return args, kwargs
+    names = [a.name for a in func._schema.arguments]
+    index = names.index("dim")
+    if "dim" in kwargs:
+        value = kwargs["dim"]
+    elif index < len(args):
+        value = args[index]
+    else:
+        default = func._schema.arguments[index].default_value
+        value = default if default is not None else None
+    if value is None or len(value) != 0:
+        return args, kwargs
+    full = list(range(x.dim()))
+    if "dim" in kwargs or index >= len(args):
+        return args, {**kwargs, "dim": full}
+    return args[:index] + (full,) + args[index + 1:], kwargs
+
+
+_JAX_DTYPES: dict[torch.dtype, str] = {
+    torch.float32: "float32", torch.float64: "float64", torch.complex64: "complex64",
+    torch.complex128: "complex128", torch.bfloat16: "bfloat16", torch.float16: "float16",
+}
+
+
+@functools.lru_cache(maxsize=256)
+def _fft_computation(kind: str, shape: tuple, dtype: str, dims: tuple, normalization: int, extra):
+    """An XlaComputation computing one of torch's private FFT ops with XLA's fft, lowered
+    by JAX with 64-bit types for this trace only (complex128 stays complex128: the core
+    pass narrows it later, with the rest of the graph)."""
+    import jax
+    import jax.numpy as jnp
+
+    from x64guard import _compat
+
+    def signal_size(sizes) -> int:
+        return int(np.prod([sizes[d] for d in dims])) if dims else 1
+
+    if kind == "c2c":
+        n = signal_size(shape)
+        forward = extra
+        scale = (1.0, n ** -0.5, 1.0 / n)[normalization] * (1.0 if forward else n)
+        transform = (lambda v: jnp.fft.fftn(v, axes=dims)) if forward else (lambda v: jnp.fft.ifftn(v, axes=dims))
+    elif kind == "r2c":
+        n = signal_size(shape)
+        scale = (1.0, n ** -0.5, 1.0 / n)[normalization]
+        onesided = extra
+        transform = (lambda v: jnp.fft.rfftn(v, axes=dims)) if onesided else (
+            lambda v: jnp.fft.fftn(v.astype(jnp.result_type(v.dtype, jnp.complex64)), axes=dims))
+    else:  # c2r
+        sizes = list(shape)
+        sizes[dims[-1]] = extra  # last_dim_size
+        n = signal_size(sizes)
+        scale = (1.0, n ** -0.5, 1.0 / n)[normalization] * n
+        s = tuple(sizes[d] for d in dims)
+        transform = lambda v: jnp.fft.irfftn(v, s=s, axes=dims)  # noqa: E731
+
+    def fn(v):
+        out = transform(v)
+        return out if scale == 1.0 else out * scale
+
+    with _compat.x64_enabled():
+        lowered = jax.jit(fn).lower(jax.ShapeDtypeStruct(shape, jnp.dtype(dtype)))
+        proto = lowered.compiler_ir("hlo").as_serialized_hlo_module_proto()
+    return _xc.computation_from_proto(f"x64guard_fft_{kind}", proto)
+
+
+def _fft(func, x, dim, normalization, third):
+    kind = {"_fft_c2c": "c2c", "_fft_r2c": "r2c", "_fft_c2r": "c2r"}[func.overloadpacket.__name__]
+    dtype = _JAX_DTYPES.get(x.dtype)
+    if dtype is None:
+        raise TypeError(f"x64guard.torch_xla: {func} on {x.dtype} is not supported")
+    dims = tuple(int(d) % max(x.dim(), 1) for d in dim)
+    extra = bool(third) if kind != "c2r" else int(third)
+    computation = _fft_computation(kind, tuple(int(s) for s in x.shape), dtype, dims, int(normalization), extra)
+    (out,) = _xc.call_computation(f"xla::x64guard_fft_{kind}", [x], computation)
+    return out
+
+
+# ============================================================================ the boundary
+
+class _BoundaryCache:
+    """Narrowed copies of 64-bit tensors that live on the XLA device (parameters and
+    buffers, mostly), so that each is cast once and not on every call.
+
+    An entry is keyed by the source tensor (weakly) and valid while the tensor still
+    holds the same device data. torch-xla names that data in two forms
+    (`_unique_id_for_ir_and_data`: its IR node until some sync, its buffer after; any
+    write gives a new one), so an entry keeps the form seen last, for the one-lookup
+    fast path, and the buffer's own identity, to recognise the same data after the
+    form changed. It keeps an alias of the data alive, so that neither identity can be
+    reused by other data while the entry exists.
+    """
+
+    def __init__(self) -> None:
+        # id(source) -> [weakref(source), data id as last seen, alias, narrowed, buffer id]
+        self._entries: dict[int, list] = {}
+        self._lock = threading.Lock()
+
+    def get(self, x: torch.Tensor, data: str):
+        entry = self._entries.get(id(x))
+        if entry is None or entry[0]() is not x:
+            return None
+        if entry[1] == data:
+            return entry[3]
+        buffer = _xc.buffer_id(x)
+        if buffer is not None and buffer == entry[4]:
+            entry[1] = data           # the same buffer, named in its other form now
+            return entry[3]
+        return None
+
+    def put(self, x: torch.Tensor, data: str, narrowed: torch.Tensor) -> None:
+        key = id(x)
+        entries = self._entries
+
+        def forget(ref, key=key) -> None:
+            current = entries.get(key)
+            if current is not None and current[0] is ref:
+                entries.pop(key, None)
+
+        with self._lock:
+            entries[key] = [weakref.ref(x, forget), data, x.detach().clone(), narrowed, _xc.buffer_id(x)]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+_BOUNDARY = _BoundaryCache()
+
+
+def _range_error(path: str, value: int, dtype: torch.dtype) -> X64GuardError:
+    info = torch.iinfo(dtype)
+    finding = Finding("input-out-of-range", Severity.ERROR, "argument", path,
+                      f"value {value} does not fit in {str(dtype).removeprefix('torch.')}; x64guard never wraps "
+                      f"inputs. Pass values in [{info.min}, {info.max}], or run this graph in 64 bits "
+                      f"(mode='allow')")
+    return X64GuardError(f"x64guard.torch_xla: input {path}: {finding.message}", [finding])
+
+
+def _check_host_range(x: torch.Tensor, dtype: torch.dtype, path: str) -> None:
+    if x.numel() == 0:
+        return
+    info = torch.iinfo(dtype)
+    array = x.detach().numpy()
+    lo, hi = int(array.min()), int(array.max())
+    if lo < info.min or hi > info.max:
+        raise _range_error(path, lo if lo < info.min else hi, dtype)
+
+
+def _narrow_on_device(x: torch.Tensor, dtype: torch.dtype, path: str, device: str,
+                      checks: list | None = None) -> torch.Tensor:
+    """Cast a 64-bit XLA tensor at the boundary, once per device buffer: a small graph of
+    its own (convert, and for integers min/max for the range check), so that the
+    narrowed program never sees a 64-bit type.
+
+    With `checks`, the range check is left to the caller (`_verify`), which reads the
+    bounds after it has dispatched the program, so that the two overlap; the caller
+    raises before it returns anything."""
+    pending = _xc.needs_materialization([x])[0]
+    data = None if pending else _xc.data_id(x)
+    if data is not None:
+        cached = _BOUNDARY.get(x, data)
+        if cached is not None:
+            return cached
+    checked = x.dtype in _INTEGER_NARROW and x.numel() > 0
+    outputs = _boundary_program(tuple(x.shape), x.dtype, dtype, checked).run([x.detach()])
+    _COUNTERS["boundary_casts"] += 1
+    narrowed = outputs[0]
+    if checked:
+        check = (outputs[1], dtype, path, x, data, narrowed)
+        if checks is None:
+            _verify([check])
+        else:
+            checks.append(check)
+        return narrowed
+    if data is not None:
+        _BOUNDARY.put(x, data, narrowed)
+    return narrowed
+
+
+_TORCH_TO_JAX = {torch.int64: "int64", torch.uint64: "uint64", torch.float64: "float64",
+                 torch.complex128: "complex128", torch.int32: "int32", torch.uint32: "uint32",
+                 torch.float32: "float32", torch.complex64: "complex64"}
+
+
+@functools.lru_cache(maxsize=512)
+def _boundary_program(shape: tuple, wide: torch.dtype, narrow: torch.dtype, checked: bool) -> "_Program":
+    """The boundary cast as a compiled program of its own, run from torch-xla's cache
+    (building and hashing a lazy graph for it on every call cost ~0.5 ms): the input
+    converted, and for integers its min and max, for the range check."""
+    import jax
+    import jax.numpy as jnp
+
+    from x64guard import _compat
+
+    target = jnp.dtype(_TORCH_TO_JAX[narrow])
+
+    def cast(v):
+        if checked:
+            return v.astype(target), jnp.stack([v.min(), v.max()])
+        return (v.astype(target),)
+
+    with _compat.x64_enabled():
+        text = jax.jit(cast).lower(jax.ShapeDtypeStruct(shape, jnp.dtype(_TORCH_TO_JAX[wide]))).as_text()
+    return _Program(text, [(shape, wide)], _device(), counted=False)
+
+
+def _verify(checks: list) -> None:
+    """The range checks of integer inputs cast on the device: one read of all bounds."""
+    bounds = checks[0][0] if len(checks) == 1 else torch.stack([c[0] for c in checks])
+    values = bounds.cpu().reshape(-1, 2).tolist()
+    for (lo, hi), (_, dtype, path, x, data, narrowed) in zip(values, checks):
+        info = torch.iinfo(dtype)
+        if lo < info.min or hi > info.max:
+            raise _range_error(path, int(lo if lo < info.min else hi), dtype)
+    for _, _, _, x, data, narrowed in checks:
+        if data is not None:
+            _BOUNDARY.put(x, data, narrowed)
+
+
+def _to_program_input(x, dtype: torch.dtype, path: str, device: torch.device, device_str: str,
+                      checks: list | None = None) -> torch.Tensor:
+    """One input as the narrowed program takes it: an XLA tensor of `dtype`."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x64guard.torch_xla: input {path}: expected a tensor, got {type(x).__name__}")
+    if x.device.type == "xla":
+        if x.dtype is dtype:
+            return x
+        if NARROW_DTYPE.get(x.dtype) is not dtype:
+            raise TypeError(f"x64guard.torch_xla: input {path} is {x.dtype}, the narrowed program takes {dtype}")
+        return _narrow_on_device(x, dtype, path, device_str, checks)
+    # On the host: range-checked and cast there, so that only 32-bit data is transferred.
+    if x.dtype is not dtype:
+        if NARROW_DTYPE.get(x.dtype) is not dtype:
+            raise TypeError(f"x64guard.torch_xla: input {path} is {x.dtype}, the narrowed program takes {dtype}")
+        if x.dtype in _INTEGER_NARROW:
+            _check_host_range(x, dtype, path)
+        x = x.detach().to(dtype)
+    return x.detach().to(device)
+
+
+# ============================================================================ a narrowed program
+
+_PROGRAM_IDS = itertools.count()
+
+
+class _Program:
+    """A narrowed StableHLO module as one op of torch-xla's lazy graph, compiled into
+    torch-xla's computation cache and run from there (`_run_cached_graph`).
+
+    `in_types` are the module's parameters in order (shape, dtype); `run` takes XLA
+    tensors of exactly those types in that order.
+    """
+
+    def __init__(self, module_text: str, in_types: Sequence[tuple[tuple[int, ...], torch.dtype]],
+                 device: torch.device, counted: bool = True):
+        self.name = f"x64guard_{next(_PROGRAM_IDS)}"
+        self.in_types = [(tuple(shape), dtype) for shape, dtype in in_types]
+        self.device = device
+        self.device_str = str(device)
+        self._computation = _xc.computation_from_proto(self.name, _xc.stablehlo_to_hlo_proto(module_text))
+        self._compile()
+        if counted:
+            _COUNTERS["programs"] += 1
+
+    def _compile(self) -> None:
+        placeholders = [_xc.placeholder(shape, dtype) for shape, dtype in self.in_types]
+        outputs = _xc.call_computation("xla::" + self.name, placeholders, self._computation)
+        order_ids, _ = _xc.graph_inputs(outputs)
+        index = {_xc.tensor_id(p): k for k, p in enumerate(placeholders)}
+        self.order = [index[i] for i in order_ids]
+        self.out_dtypes = [o.dtype for o in outputs]
+        self.hlo = _xc.hlo_text(outputs)
+        self.graph = _xc.graph_hash(outputs)
+        _xc.warm_up(outputs)
+
+    def run(self, ordered: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Run on XLA tensors given in the graph's parameter order (`self.order[j]` is the
+        module parameter that graph parameter j takes)."""
+        pending = _xc.needs_materialization(ordered)
+        if True in pending:  # lazy inputs: execute their own graphs first, as torch-xla's dynamo backend does
+            _xc.materialize([t for t, p in zip(ordered, pending) if p], self.device_str)
+        try:
+            return _xc.run_cached(self.graph, ordered)
+        except RuntimeError as exc:  # evicted from torch-xla's computation cache: compile again
+            if "cache" not in str(exc).lower() and "not found" not in str(exc).lower():
+                raise
+            self._compile()
+            return _xc.run_cached(self.graph, ordered)
+
+
+# ============================================================================ torch-xla's spelling
+
+def _adapt_spelling(text: str):
+    """torch-xla's StableHLO (HLO converted by XLA) spells HLO's `erf` as
+    `stablehlo.custom_call @mhlo.erf`, which the core refuses as an unknown kernel with
+    64-bit operands. It is CHLO's `erf`: written as `chlo.erf`, the core narrows it like
+    any op and it expands for float32 when compiled (JAX's x32 erf). GELU needs it."""
+    if "@mhlo.erf" not in text:
+        return text
+    from jax.extend.mlir import ir
+
+    from x64guard import mlir as xmlir
+
+    module, _ = xmlir.load(text)
+    found: list = []
+
+    def visit(op):
+        if op.name == "stablehlo.custom_call" and "call_target_name" in op.attributes and \
+                ir.StringAttr(op.attributes["call_target_name"]).value == "mhlo.erf" and len(op.operands) == 1:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    with module.context:
+        module.operation.walk(visit)
+        for op in found:
+            with ir.InsertionPoint(op), op.location:
+                erf = ir.Operation.create("chlo.erf", results=[op.results[0].type], operands=[op.operands[0]])
+            op.results[0].replace_all_uses_with(erf.results[0])
+            op.erase()
+    return module
+
+
+# ============================================================================ refusals
+
+def _rng_refusal(error: X64GuardError) -> X64GuardError:
+    """The core's RNG findings, with what a torch-xla user can do."""
+    return X64GuardError(
+        "x64guard.torch_xla: this graph draws random numbers (torch.randn, torch.randint, dropout, ...); "
+        "torch-xla generates them with rng_bit_generator from a 64-bit seed and a 2 x uint64 "
+        "state; a 32-bit state is a different generator, so x64guard refuses rather than return numbers of "
+        "another stream. Draw them outside the compiled function (on the CPU, or eagerly) and pass them in, "
+        "or keep this graph in 64 bits (mode='allow').\n" + str(error), error.findings)
+
+
+def _narrow_module(text: str, mode: Mode, overflow: str) -> NarrowResult:
+    try:
+        return narrow(_adapt_spelling(text), mode=mode, overflow=overflow)
+    except X64GuardError as exc:
+        if any(f.kind in ("rng-state", "rng-bits") for f in exc.findings):
+            raise _rng_refusal(exc) from exc
+        raise
+
+
+def _refusal(kind: str, op: str, message: str) -> X64GuardError:
+    finding = Finding(kind, Severity.ERROR, op, "the traced graph", message)
+    return X64GuardError(f"x64guard.torch_xla: {message}", [finding])
+
+
+class _TraceWatch:
+    """Fails a trace that executed something: a torch-xla CPU fallback (an op it cannot
+    lower) or a read of a value; either would bake first-call values into the program."""
+
+    def __enter__(self):
+        self._executions = _xc.execution_count()
+        self._fallbacks = _xc.fallback_counts()
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if kind is not None:
+            return
+        fallbacks = sorted(name for name, n in _xc.fallback_counts().items() if n > self._fallbacks.get(name, 0))
+        if fallbacks:
+            raise _refusal("torch-xla-fallback", fallbacks[0],
+                           f"torch-xla has no XLA lowering for {', '.join(fallbacks)}: it runs on the CPU while the "
+                           "graph is traced, and its result would be frozen into the program. Move that op out of "
+                           "the compiled function")
+        if _xc.execution_count() != self._executions:
+            raise _refusal("torch-xla-execution", "graph", "tracing the graph executed part of it on the device "
+                           "(a value was read while tracing); its result would be frozen into the program. Move "
+                           "data-dependent code out of the compiled function")
+
+
+# ============================================================================ tracing
+
+@dataclasses.dataclass
+class _Source:
+    """Where one parameter of the narrowed program comes from on each call."""
+
+    kind: str            # "arg" (the graph's i-th input), "attr" (a tensor attribute of the graph), "const"
+    index: int = -1
+    name: str = ""
+    value: torch.Tensor | None = None   # "const": the narrowed constant, on the device
+    path: str = ""
+
+
+@dataclasses.dataclass
+class _Specialization:
+    """One traced, narrowed and compiled graph, and how to call it."""
+
+    program: _Program | None       # None when the graph returns no tensor
+    sources: list[_Source]
+    dtypes: list[torch.dtype]       # what each program parameter takes
+    out_spec: Any
+    out_leaves: list[tuple[str, Any]]   # ("tensor", k) or ("value", v)
+    result: NarrowResult | None     # the core's NarrowResult: .text, .findings, .changes
+    stablehlo: str = ""             # torch-xla's StableHLO of the graph, before narrowing
+    plan: list = dataclasses.field(default_factory=list)   # per graph parameter: (kind, payload, dtype, path)
+    flat_tuple: bool = False        # the outputs are a flat tuple of the program's tensors, in order
+
+    def prepare(self) -> "_Specialization":
+        """The steady-state form of `sources`: one tuple per parameter of the compiled
+        graph, in the graph's order; and whether outputs need no unflattening."""
+        order = self.program.order if self.program is not None else range(len(self.sources))
+        kinds = {"arg": _ARG, "const": _CONST, "attr": _ATTR}
+        self.plan = []
+        for k in order:
+            source, dtype = self.sources[k], self.dtypes[k]
+            payload = {"arg": source.index, "const": source.value, "attr": source.name}[source.kind]
+            self.plan.append((kinds[source.kind], payload, dtype, source.path))
+        spec = self.out_spec
+        self.flat_tuple = (spec is not None and spec.type is tuple and all(c.is_leaf() for c in spec.children_specs)
+                           and [v for _, v in self.out_leaves] == list(range(len(self.out_leaves)))
+                           and all(kind == "tensor" for kind, _ in self.out_leaves))
+        return self
+
+
+_ARG, _CONST, _ATTR = 0, 1, 2
+
+
+_TRACE_LOCK = threading.RLock()   # torch-xla's tracing state (and the inline-scalars flag) is process-wide
+
+
+def _trace(run: Callable[[list], Any], args: Sequence, paths: Sequence[str], attrs: dict[str, torch.Tensor],
+           mode: Mode, overflow: str, device: torch.device) -> _Specialization:
+    with _TRACE_LOCK:
+        return _trace_locked(run, args, paths, attrs, mode, overflow, device)
+
+
+def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[str], attrs: dict[str, torch.Tensor],
+                  mode: Mode, overflow: str, device: torch.device) -> _Specialization:
+    """Trace `run(args)` with torch-xla at full width, narrow its StableHLO, compile it.
+
+    Tensor inputs are traced on aliases of their device data (a clone of an XLA tensor
+    shares its buffer, so writes during the trace stay on the clone; CPU tensors are
+    transferred once, at full width). Each parameter of the lowered module is then
+    matched to its owner by device buffer: a graph input, a tensor attribute of the
+    graph (read again on every call), or a constant the graph created (narrowed once).
+    """
+    device_str = str(device)
+    trace_args = list(args)
+    owners: dict[str, tuple[str, Any]] = {}
+    positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    lazy = [args[i] for i in positions if args[i].device.type == "xla"]
+    if lazy:
+        flags = _xc.needs_materialization(lazy)
+        _xc.materialize([t for t, pending in zip(lazy, flags) if pending], device_str)
+    for i in positions:
+        a = args[i].detach()
+        trace_args[i] = a.clone() if a.device.type == "xla" else a.to(device)
+        buffer = _xc.buffer_id(trace_args[i])
+        if buffer is not None:
+            owners.setdefault(buffer, ("arg", i))
+    for name, value in attrs.items():
+        if value.device.type == "xla" and not _xc.needs_materialization([value])[0]:
+            buffer = _xc.buffer_id(value)
+            if buffer is not None:
+                owners.setdefault(buffer, ("attr", name))
+
+    def path_of(i: int) -> str:
+        return paths[i] if i < len(paths) else f"input {i}"
+
+    _COUNTERS["traces"] += 1
+    with torch.no_grad(), _xc.inline_scalars(), _TorchXlaRepairs(), _TraceWatch():
+        outputs = run(trace_args)
+    leaves, out_spec = pytree.tree_flatten(outputs)
+    out_tensors: list[torch.Tensor] = []
+    out_leaves: list[tuple[str, Any]] = []
+    for leaf in leaves:
+        if isinstance(leaf, torch.Tensor):
+            if leaf.device.type != "xla":
+                raise _refusal("cpu-output", "output", f"the graph returns a {leaf.device.type} tensor; x64guard runs "
+                               "whole graphs on the XLA device")
+            out_leaves.append(("tensor", len(out_tensors)))
+            out_tensors.append(leaf)
+        else:
+            out_leaves.append(("value", leaf))
+    traced = [trace_args[i] for i in positions]
+    mutated = [path_of(i) for i, flag in zip(positions, _xc.needs_materialization(traced)) if flag]
+    if mutated:
+        raise _refusal("input-mutation", "graph", f"the graph writes to {', '.join(mutated)} in place (a buffer "
+                       "update, e.g. BatchNorm in training mode, or a cache); x64guard does not write narrowed "
+                       "results back into 64-bit tensors. Call model.eval() or keep the update outside the graph")
+    if not out_tensors:
+        return _Specialization(None, [], [], out_spec, out_leaves, None).prepare()
+
+    text = _xc.stablehlo_text(out_tensors, device_str)
+    ids, values = _xc.graph_inputs(out_tensors)
+    result = _narrow_module(text, mode, overflow)
+    if _xc.seed_id() in ids:  # the core refuses torch-xla's generator; never run one on a frozen seed
+        raise _rng_refusal(X64GuardError("torch-xla's RNG seed is an input of this graph", []))
+
+    keep_wide = mode is Mode.ALLOW
+    input_ids = {_xc.tensor_id(t) for i in positions for t in (args[i], trace_args[i]) if t.device.type == "xla"}
+    sources, dtypes, in_types = [], [], []
+    for tensor_id, value in zip(ids, values):
+        owner = owners.get(_xc.data_id(value))
+        dtype = value.dtype if keep_wide else NARROW_DTYPE.get(value.dtype, value.dtype)
+        if owner is None and tensor_id in input_ids:  # never freeze an input's value into the program
+            raise _refusal("internal", "graph", "x64guard could not tell which input feeds a parameter of the "
+                           "lowered graph; refusing rather than freezing its first value. Please report this")
+        if owner is None:
+            path = "a constant of the graph"
+            source = _Source("const", value=_to_program_input(value, dtype, path, device, device_str), path=path)
+        elif owner[0] == "arg":
+            source = _Source("arg", index=owner[1], path=path_of(owner[1]))
+        else:
+            source = _Source("attr", name=owner[1], path=owner[1])
+        sources.append(source)
+        dtypes.append(dtype)
+        in_types.append((tuple(value.shape), dtype))
+    del outputs, leaves, out_tensors, values, trace_args, traced
+    program = _Program(result.text, in_types, device)
+    return _Specialization(program, sources, dtypes, out_spec, out_leaves, result, text).prepare()
+
+
+def _program_inputs(spec: _Specialization, args: Sequence, attr: Callable[[str], torch.Tensor] | None,
+                    device: torch.device, device_str: str, checks: list) -> list[torch.Tensor]:
+    """The program's inputs for one call, in the compiled graph's order. The steady state
+    takes two fast paths: an XLA tensor already of the program's dtype goes through as
+    it is, and a 64-bit XLA tensor whose narrowed copy is cached for its current device
+    data (a parameter) costs one identity lookup."""
+    inputs = []
+    append = inputs.append
+    entries = _BOUNDARY._entries
+    data_id = _xc.data_id_function()
+    for kind, payload, dtype, path in spec.plan:
+        if kind == _CONST:
+            append(payload)
+            continue
+        x = args[payload] if kind == _ARG else attr(payload)
+        if isinstance(x, torch.Tensor) and x.is_xla:
+            if x.dtype is dtype:
+                append(x)
+                continue
+            entry = entries.get(id(x))
+            if entry is not None and entry[0]() is x and entry[1] == data_id(x):
+                append(entry[3])
+                continue
+        append(_to_program_input(x, dtype, path, device, device_str, checks))
+    return inputs
+
+
+def _outputs(spec: _Specialization, tensors: list[torch.Tensor]):
+    if spec.flat_tuple:
+        return tuple(tensors)
+    leaves = [tensors[v] if kind == "tensor" else v for kind, v in spec.out_leaves]
+    return pytree.tree_unflatten(leaves, spec.out_spec)
+
+
+# ============================================================================ the dynamo backend
+
+class _InferenceOnly(torch.autograd.Function):
+    """Outputs of a narrowed graph called with inputs that require grad: x64guard runs
+    inference only, so their backward raises instead of silently giving no gradient."""
+
+    @staticmethod
+    def forward(ctx, anchor, *outputs):
+        ctx.mark_non_differentiable(*[o for o in outputs if not (o.is_floating_point() or o.is_complex())])
+        return tuple(o.detach() for o in outputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError("x64guard.torch_xla: the x64guard backend runs inference only and cannot "
+                           "differentiate its graphs; compute gradients with another backend (openxla) or "
+                           "call the model under torch.no_grad()")
+
+
+def _placeholder_paths(gm: torch.fx.GraphModule) -> list[str]:
+    """What to call each input in messages: dynamo's source (L['idx'],
+    L['self']._modules['emb']._parameters['weight']) where known."""
+    paths = []
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        source = getattr(node.meta.get("grapharg"), "source", None)
+        try:
+            paths.append(source.name() if source is not None else str(node.target))
+        except Exception:  # noqa: BLE001 - a name is only for messages
+            paths.append(str(node.target))
+    return paths
+
+
+def _graph_attributes(gm: torch.fx.GraphModule) -> dict[str, torch.Tensor]:
+    """Tensors the graph reads with get_attr (read again on every call, never frozen)."""
+    found = {}
+    for node in gm.graph.nodes:
+        if node.op == "get_attr":
+            try:
+                value = _get_attr(gm, str(node.target))
+            except AttributeError:
+                continue
+            if isinstance(value, torch.Tensor):
+                found[str(node.target)] = value
+    return found
+
+
+def _key_positions(gm: torch.fx.GraphModule, args: tuple) -> list[int]:
+    """Which inputs the cache key must look at: every non-tensor input, and every tensor
+    whose example value in dynamo's graph has a symbolic (or unknown) shape."""
+    examples = [node.meta.get("example_value") for node in gm.graph.nodes if node.op == "placeholder"]
+    positions = []
+    for i, a in enumerate(args):
+        if not isinstance(a, torch.Tensor):
+            positions.append(i)
+            continue
+        example = examples[i] if i < len(examples) else None
+        shape = getattr(example, "shape", None)
+        if shape is None or len(shape) != a.dim() or not all(isinstance(d, int) for d in shape):
+            positions.append(i)
+    return positions
+
+
+def _get_attr(gm: torch.fx.GraphModule, name: str) -> torch.Tensor:
+    value = gm
+    for part in name.split("."):
+        value = getattr(value, part)
+    return value
+
+
+class _CompiledGraph:
+    """What the backend returns to dynamo for one FX graph: cached per input signature
+    and mode; a call after the first with the same signature neither traces nor compiles."""
+
+    def __init__(self, gm: torch.fx.GraphModule, mode: Mode | None, overflow: str):
+        self._gm = gm
+        self._mode = mode
+        self._overflow = overflow
+        self._cache: dict[tuple, _Specialization] = {}
+        self._lock = threading.Lock()
+        self._paths = _placeholder_paths(gm)
+        self._attr = functools.partial(_get_attr, gm)
+        self.device = _device()
+        self._device_str = str(self.device)
+        self._key_positions: list[int] | None = None
+        self._arity = -1
+
+    def __call__(self, *args):
+        mode = self._mode or resolve_mode(None)
+        if mode is Mode.ALLOW:  # full width, as torch-xla runs it (with its repairs)
+            with _TorchXlaRepairs():
+                return self._gm(*args)
+        key = self._key(mode, args)
+        spec = self._cache.get(key)
+        if spec is None:
+            with self._lock:
+                spec = self._cache.get(key)
+                if spec is None:
+                    spec = self._cache[key] = _trace(lambda a: self._gm(*a), args, self._paths,
+                                                     _graph_attributes(self._gm), mode, self._overflow, self.device)
+        if spec.program is None:
+            return _outputs(spec, [])
+        checks: list = []
+        tensors = spec.program.run(_program_inputs(spec, args, self._attr, self.device, self._device_str, checks))
+        if checks:   # integer inputs cast on the device: raise before returning anything
+            _verify(checks)
+        _COUNTERS["calls"] += 1
+        if torch.is_grad_enabled():
+            anchor = next((a for a in args if isinstance(a, torch.Tensor) and a.requires_grad), None)
+            if anchor is not None:
+                tensors = list(_InferenceOnly.apply(anchor, *tensors))
+        return _outputs(spec, tensors)
+
+    def _key(self, mode: Mode, args: tuple) -> tuple:
+        """The cache key: the mode, the values of non-tensor inputs (SymInts arrive as
+        ints), and the shapes of the tensors whose shapes dynamo left symbolic (dynamo's
+        guards already pin every tensor's dtype and device, and its static shapes)."""
+        positions = self._key_positions
+        if positions is None or len(args) != self._arity:
+            positions = self._key_positions = _key_positions(self._gm, args)
+            self._arity = len(args)
+        return (mode, *[a.shape if isinstance(a, torch.Tensor) else (type(a), a) for a in map(args.__getitem__,
+                                                                                            positions)])
+
+    def specializations(self) -> list[_Specialization]:
+        """One per input signature and mode seen so far (`.program.hlo`, `.result`)."""
+        return list(self._cache.values())
+
+
+_COMPILED_GRAPHS: list[weakref.ref] = []   # in the order the backend compiled them
+
+
+def backend(gm: torch.fx.GraphModule, example_inputs: Sequence, *, mode: "Mode | str | None" = None,
+            overflow: str = "error", options: dict | None = None) -> Callable:
+    """The dynamo backend `x64guard`: `torch.compile(model, backend="x64guard")`.
+
+    mode: allow (run the graph at full width, as torch-xla does), warn (narrow; one
+    X64GuardWarning per graph), error (refuse any 64-bit use). None: the mode in force
+    at each call (x64guard.mode / set_mode / $X64GUARD_MODE, else warn).
+    `torch.compile(..., backend="x64guard", options={"mode": "error", "overflow": "saturate"})`
+    passes them through torch.compile.
+    """
+    options = dict(options or {})
+    mode = options.pop("mode", mode)
+    overflow = options.pop("overflow", overflow)
+    if options:
+        raise TypeError(f"x64guard backend: unknown option(s) {sorted(options)}; it takes 'mode' and 'overflow'")
+    compiled = _CompiledGraph(gm, None if mode is None else resolve_mode(mode), resolve_overflow(overflow).value)
+    _COMPILED_GRAPHS[:] = [ref for ref in _COMPILED_GRAPHS if ref() is not None] + [weakref.ref(compiled)]
+    return compiled
+
+
+def compile(model: Callable, *, mode: "Mode | str | None" = None, overflow: str = "error", **compile_kwargs):
+    """`torch.compile(model, backend="x64guard")` with x64guard's mode and overflow policy:
+    the graphs dynamo captures run narrowed on the XLA device.
+
+    Extra keyword arguments go to torch.compile (`fullgraph=True`, `dynamic=...`).
+    """
+    resolved = None if mode is None else resolve_mode(mode)
+    policy = resolve_overflow(overflow).value
+
+    def x64guard_backend(gm, example_inputs, **kwargs):
+        return backend(gm, example_inputs, mode=resolved, overflow=policy, **kwargs)
+
+    return torch.compile(model, backend=x64guard_backend, **compile_kwargs)
+
+
+def compiled_graphs() -> list[_CompiledGraph]:
+    """The live graphs the backend compiled (for inspection: `.specializations()`,
+    each with its `.program.hlo` and narrowing `.result`)."""
+    return [graph for graph in (ref() for ref in _COMPILED_GRAPHS) if graph is not None]
+
+
+def _register_backend() -> None:
+    """`torch.compile(..., backend="x64guard")` works without importing x64guard when
+    x64guard is installed (entry point `torch_dynamo_backends`); from a source tree
+    without the entry point, importing this module registers it."""
+    import importlib.metadata
+
+    from torch._dynamo.backends import registry
+
+    try:
+        names = importlib.metadata.entry_points(group="torch_dynamo_backends").names
+    except Exception:  # noqa: BLE001
+        names = ()
+    if BACKEND_NAME in names or BACKEND_NAME in registry._COMPILER_FNS:
+        return
+    registry.register_backend(compiler_fn=backend, name=BACKEND_NAME)
+
+
+_register_backend()
+
+
+# ============================================================================ exported programs
+
+class NarrowedProgram:
+    """What `narrow_exported` returns: callable like the exported program's module
+    (its user inputs in, its output structure out), running the narrowed StableHLO on
+    the XLA device. Inputs may be CPU or XLA tensors (64-bit ones are cast, integers
+    range-checked); outputs are 32-bit XLA tensors (mode allow: full width)."""
+
+    def __init__(self, spec: _Specialization, in_spec, examples: list, device: torch.device):
+        self._spec = spec
+        self._in_spec = in_spec
+        self._n_inputs = len(examples)
+        # What each user input must be: the program was traced for these shapes and dtypes.
+        self._expected = [(tuple(e.shape), e.dtype) if isinstance(e, torch.Tensor) else None for e in examples]
+        self._device = device
+        self._device_str = str(device)
+
+    @property
+    def original_text(self) -> str:
+        """torch-xla's StableHLO of the program, before narrowing."""
+        return self._spec.stablehlo
+
+    @property
+    def result(self) -> NarrowResult | None:
+        return self._spec.result
+
+    @property
+    def text(self) -> str:
+        """The narrowed StableHLO module (text, with locations)."""
+        return self._spec.result.text if self._spec.result is not None else ""
+
+    @property
+    def hlo(self) -> str:
+        """The HLO torch-xla compiles and runs for each call."""
+        return self._spec.program.hlo if self._spec.program is not None else ""
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self._spec.result.findings if self._spec.result is not None else []
+
+    @property
+    def changes(self) -> dict[str, int]:
+        return self._spec.result.changes if self._spec.result is not None else {}
+
+    def __call__(self, *args, **kwargs):
+        flat = pytree.tree_flatten((args, kwargs))[0]
+        if len(flat) != self._n_inputs:
+            raise TypeError(f"x64guard.torch_xla: the exported program takes {self._n_inputs} input(s), got {len(flat)}")
+        flat = [x if isinstance(x, torch.Tensor) else torch.as_tensor(x) for x in flat]
+        for i, (x, expected) in enumerate(zip(flat, self._expected)):
+            if expected is not None and (tuple(x.shape) != expected[0] or x.dtype not in (
+                    expected[1], NARROW_DTYPE.get(expected[1], expected[1]))):
+                raise ValueError(f"x64guard.torch_xla: input {i} is {x.dtype}{list(x.shape)}; the program was "
+                                 f"exported and narrowed for {expected[1]}{list(expected[0])}")
+        spec = self._spec
+        if spec.program is None:
+            return _outputs(spec, [])
+        checks: list = []
+        tensors = spec.program.run(_program_inputs(spec, flat, None, self._device, self._device_str, checks))
+        if checks:
+            _verify(checks)
+        _COUNTERS["calls"] += 1
+        return _outputs(spec, tensors)
+
+
+def narrow_exported(exported_program, *, mode: "Mode | str | None" = None, overflow: str = "error") -> NarrowedProgram:
+    """Narrow a `torch.export` program lowered by torch-xla, and return a callable that
+    runs it on the XLA device (`.text`: the narrowed StableHLO; `.findings`, `.changes`).
+
+    The program is decomposed as torch-xla's StableHLO export decomposes it, traced on
+    the XLA device at full width (with its example inputs' shapes) and lowered, without
+    serialization; its parameters, buffers and constants are narrowed once, on the host,
+    and kept on the device. mode: allow (keep 64-bit types), warn (narrow, one
+    X64GuardWarning), error (refuse any 64-bit use); default: x64guard's current mode.
+    """
+    from torch.export.graph_signature import InputKind
+
+    resolved = resolve_mode(mode)
+    policy = resolve_overflow(overflow).value
+    decomposed = _xc.decompose_exported(exported_program)   # functional: writes become outputs
+    signature = decomposed.graph_signature
+    mutated = list(signature.buffers_to_mutate.values()) + list(signature.user_inputs_to_mutate.values())
+    if mutated:
+        raise _refusal("input-mutation", "graph", f"the exported program writes to {', '.join(map(str, mutated))} "
+                       "in place; x64guard does not write narrowed results back into 64-bit tensors. Export the "
+                       "model in eval mode or without the in-place update")
+    device = _device()
+    state = {**decomposed.state_dict, **decomposed.constants}
+    example_args, example_kwargs = decomposed.example_inputs or ((), {})
+    user_inputs = pytree.tree_flatten((example_args, example_kwargs))[0]
+
+    flat, paths, state_positions, user_positions = [], [], {}, {}
+    for spec_in in decomposed.graph_signature.input_specs:
+        if spec_in.kind == InputKind.USER_INPUT:
+            user_positions[len(flat)] = len(user_positions)
+            paths.append(f"input {len(user_positions) - 1} ({spec_in.arg.name})")
+            flat.append(user_inputs[len(user_positions) - 1])
+        elif spec_in.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+            value = state[spec_in.target]
+            state_positions[len(flat)] = value
+            paths.append(spec_in.target)
+            flat.append(value.detach())
+        else:
+            raise _refusal("export-input", str(spec_in.kind), f"the exported program takes a {spec_in.kind.name} "
+                           "input, which x64guard does not pass")
+
+    graph_module = decomposed.graph_module
+
+    def run(args):
+        return _xc.export_interpreter(graph_module, device).run(*args, enable_io_processing=False)
+
+    spec = _trace(run, flat, paths, {}, resolved, policy, device)
+    # Parameters, buffers and constants are narrowed once, from the host copies.
+    for k, source in enumerate(spec.sources):
+        if source.kind == "arg":
+            if source.index in state_positions:
+                spec.sources[k] = _Source("const", value=_to_program_input(
+                    state_positions[source.index], spec.dtypes[k], source.path, device, str(device)), path=source.path)
+            else:
+                source.index = user_positions[source.index]
+    spec.out_spec = _exported_out_spec(exported_program, spec)
+    spec.prepare()
+    return NarrowedProgram(spec, exported_program.call_spec.in_spec, user_inputs, device)
+
+
+def _exported_out_spec(exported_program, spec: _Specialization):
+    """The program's own output structure (the graph returns a flat tuple)."""
+    out_spec = exported_program.call_spec.out_spec
+    if out_spec is None or out_spec.num_leaves != len(spec.out_leaves):
+        return spec.out_spec
+    return out_spec
