@@ -113,7 +113,10 @@ def _as_refused_use(finding: Finding) -> Finding:
 def check(module: ModuleLike, *, target: str = "x32") -> Report:
     """No rewrite: every 64-bit use and every blocker for `target`, as findings."""
     working, _ = mlir.load(module)
-    return check_target(working, target)
+    try:
+        return check_target(working, target)
+    except RecursionError:
+        raise ValueError("x64guard: the module's types nest too deeply to check") from None
 
 
 def _verify(module: ir.Module, findings: list[Finding]) -> None:
