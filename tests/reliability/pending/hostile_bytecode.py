@@ -1,0 +1,32 @@
+"""Hostile MLIR bytecode and StableHLO portable artifacts through the library: mutations of valid ones (flips, truncation,
+duplicated and deleted sections, splices, tokens, extreme numbers, exotic types, deep
+nesting, very long identifiers, non-UTF-8 bytes and lone surrogates, NULs), each case in a
+child process so that an abort or a segfault is caught and named.
+
+Every case must end with a ValueError (X64GuardError is one) or a usable result (a mutation
+can leave the module valid); never another exception, a crash or a hang; and nothing may
+evaluate, compile, unpickle or spawn anything while reading input (an audit hook watches).
+"""
+
+from __future__ import annotations
+
+from tests.reliability import hostile, runner
+from tests.reliability.conftest import env_int
+from tests.reliability.hostile_checks import problems, summarise
+
+CASES = env_int("X64GUARD_HOSTILE_CASES", 1000)
+RUN_SEED = env_int("X64GUARD_HOSTILE_SEED", 0)
+
+
+def test_mutated_bytecode_never_crashes_and_fails_with_value_errors(hostile_seeds):
+    records = runner.run_cases(hostile_seeds, "binary", RUN_SEED + 1, CASES)
+    assert len(records) == CASES
+    seeds = hostile.read_seeds(hostile_seeds, "binary")
+    for record in records:
+        record.setdefault("case", hostile.make_case(seeds, RUN_SEED + 1, record["index"])[0])
+    counts = summarise(records)
+    print(f"\n{CASES} bytecode and artifact cases (run seed {RUN_SEED + 1}): {dict(sorted(counts.items()))}")
+    found = problems(records)
+    assert not found, "hostile bytecode broke the contract:\n" + "\n".join(found)
+    # The run must mostly exercise rejection, and sometimes survive as a valid module.
+    assert counts["narrow: ValueError"] + counts["narrow: X64GuardError"] > CASES // 2
