@@ -173,6 +173,14 @@ def run_cached(graph: bytes, inputs: Sequence) -> list:
 
 # ----------------------------------------------------------------------------- metrics
 
+def wait_device_ops() -> None:
+    """Block until every execution torch-xla has dispatched has finished (they run
+    asynchronously, and count in ExecuteTime when they finish)."""
+    import torch_xla.core.xla_model as xm
+
+    xm.wait_device_ops()
+
+
 def execution_count() -> int:
     """How many graphs torch-xla has executed so far (its ExecuteTime metric)."""
     import torch_xla.debug.metrics as metrics

@@ -475,6 +475,9 @@ class _TraceWatch:
     lower) or a read of a value; either would bake first-call values into the program."""
 
     def __enter__(self):
+        # Executions dispatched before the trace (earlier calls) finish asynchronously and
+        # count when they finish: wait for them, so that the count moves only for the trace.
+        _xc.wait_device_ops()
         self._executions = _xc.execution_count()
         self._fallbacks = _xc.fallback_counts()
         return self
@@ -488,6 +491,7 @@ class _TraceWatch:
                            f"torch-xla has no XLA lowering for {', '.join(fallbacks)}: it runs on the CPU while the "
                            "graph is traced, and its result would be frozen into the program. Move that op out of "
                            "the compiled function")
+        _xc.wait_device_ops()
         if _xc.execution_count() != self._executions:
             raise _refusal("torch-xla-execution", "graph", "tracing the graph executed part of it on the device "
                            "(a value was read while tracing); its result would be frozen into the program. Move "
