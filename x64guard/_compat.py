@@ -13,9 +13,10 @@ TESTED_JAX = ((0, 10, 0), (0, 11, 0))  # [low, high)
 ALLOW_UNTESTED_ENV = "X64GUARD_ALLOW_UNTESTED_JAX"
 
 
-def _version_tuple(version: str) -> tuple[int, ...]:
+def version_tuple(version: str) -> tuple[int, ...]:
+    """(major, minor, micro) of a version string; a local part (+cu128) is ignored."""
     parts = []
-    for piece in version.split(".")[:3]:
+    for piece in version.split("+")[0].split(".")[:3]:
         digits = "".join(ch for ch in piece if ch.isdigit())
         parts.append(int(digits or 0))
     return tuple(parts)
@@ -27,7 +28,7 @@ def check_jax_version() -> None:
 
     low, high = TESTED_JAX
     for name, version in (("jax", jax.__version__), ("jaxlib", jaxlib.__version__)):
-        if not (low <= _version_tuple(version) < high) and not os.environ.get(ALLOW_UNTESTED_ENV):
+        if not (low <= version_tuple(version) < high) and not os.environ.get(ALLOW_UNTESTED_ENV):
             raise ImportError(
                 f"x64guard is tested with {name} >= {'.'.join(map(str, low))} and < "
                 f"{'.'.join(map(str, high))}, but {name} {version} is installed. Its MLIR bindings change "

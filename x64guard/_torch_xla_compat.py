@@ -15,16 +15,10 @@ import contextlib
 import os
 from typing import Iterator, Sequence
 
+from x64guard._compat import version_tuple
+
 TESTED_TORCH_XLA = ((2, 9, 0), (2, 10, 0))  # [low, high), for torch and torch-xla alike
 ALLOW_UNTESTED_ENV = "X64GUARD_ALLOW_UNTESTED_TORCH_XLA"
-
-
-def _version_tuple(version: str) -> tuple[int, ...]:
-    parts = []
-    for piece in version.split("+")[0].split(".")[:3]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits or 0))
-    return tuple(parts)
 
 
 def check_torch_xla_version() -> None:
@@ -33,7 +27,7 @@ def check_torch_xla_version() -> None:
 
     low, high = TESTED_TORCH_XLA
     for name, version in (("torch", torch.__version__), ("torch-xla", torch_xla.__version__)):
-        if not (low <= _version_tuple(version) < high) and not os.environ.get(ALLOW_UNTESTED_ENV):
+        if not (low <= version_tuple(version) < high) and not os.environ.get(ALLOW_UNTESTED_ENV):
             raise ImportError(
                 f"x64guard.torch_xla is tested with {name} >= {'.'.join(map(str, low))} and < "
                 f"{'.'.join(map(str, high))}, but {name} {version} is installed. It uses torch-xla's private "
