@@ -8,6 +8,7 @@ visited, and every value is defined before it is used in the same block.
 
 from __future__ import annotations
 
+import abc
 from collections import Counter, defaultdict
 from typing import Callable, Iterable
 
@@ -18,7 +19,7 @@ from x64guard.passes.locations import LocationNames
 from x64guard.passes.types import TypeConverter
 
 
-class RewritePattern:
+class RewritePattern(abc.ABC):
     """Rewrites the ops named in `op_names`. One job per pattern.
 
     `match_and_rewrite` returns True when it has dealt with the op completely: later
@@ -29,8 +30,9 @@ class RewritePattern:
 
     op_names: frozenset[str] = frozenset()
 
+    @abc.abstractmethod
     def match_and_rewrite(self, op: ir.Operation, rewriter: "Rewriter") -> bool:
-        raise NotImplementedError  # pragma: no cover - abstract
+        """Rewrite `op` (or only report); True when no later named pattern should run."""
 
 
 class Rewriter:
