@@ -39,6 +39,8 @@ ROOT = HERE.parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+from timing import best_of  # noqa: E402  (bench/timing.py)
+
 TARGET_MEMORY_RATIO = 2.5   # (a) peak - baseline over the constant's size
 TARGET_SCALING = 1.5        # (b) time per op at 200k ops over time per op at 30k ops
 CONSTANT_MB = 400
@@ -155,16 +157,6 @@ def memory(constant_mb: int = CONSTANT_MB) -> dict:
 
 # --------------------------------------------------------------------------- (b) scaling
 
-def _best(fn, runs: int) -> tuple[float, list[float]]:
-    times = []
-    for _ in range(runs):
-        gc.collect()
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times), times
-
-
 def scaling(runs: int) -> dict:
     import workload
 
@@ -180,8 +172,8 @@ def scaling(runs: int) -> dict:
         module, _ = mlir.load(text)
         n_ops = workload.count_ops(module)
         x64guard.narrow(module)  # warm-up
-        narrow_s, narrow_runs = _best(lambda: x64guard.narrow(module), runs)
-        text_s, _ = _best(lambda: x64guard.narrow(text).text, max(1, runs // 2))
+        narrow_s, narrow_runs = best_of(lambda: x64guard.narrow(module), runs, warmup=0)
+        text_s, _ = best_of(lambda: x64guard.narrow(text).text, max(1, runs // 2), warmup=0)
         out[target] = {"steps": steps, "ops": n_ops, "chars": len(text), "trace_s": trace_s,
                        "narrow_s": narrow_s, "narrow_runs_s": narrow_runs, "narrow_us_per_op": narrow_s / n_ops * 1e6,
                        "text_to_text_s": text_s, "text_us_per_op": text_s / n_ops * 1e6,

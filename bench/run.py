@@ -49,6 +49,7 @@ sys.path.insert(0, str(HERE))
 
 import jit as jit_bench  # noqa: E402  (bench/jit.py)
 import large as large_bench  # noqa: E402  (bench/large.py)
+from timing import best_of  # noqa: E402  (bench/timing.py)
 import workload  # noqa: E402  (bench/workload.py)
 
 import x64guard  # noqa: E402
@@ -66,18 +67,6 @@ SIXTY_FOUR = re.compile(r"\b(?:ui64|si64|i64|f64)\b")
 
 
 # --------------------------------------------------------------------------- helpers
-
-def best_of(fn, runs: int, warmup: int = 1) -> tuple[float, list[float]]:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(runs):
-        gc.collect()
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times), times
-
 
 def version(dist: str) -> str:
     try:

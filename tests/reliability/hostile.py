@@ -389,29 +389,10 @@ def _outcome(fn, data) -> str:
         return f"UNEXPECTED after success, {type(exc).__name__}: {str(exc)[:300]}"
 
 
-_WIDE = re.compile(r"\b(?:[su]?i64|f64)\b")
-
-
 def _wide_types(module) -> list[str]:
     """64-bit element types left on results, block arguments and TypeAttrs."""
-    from jax.extend.mlir import ir
-    found: list[str] = []
-
-    def visit(op):
-        types = [r.type for r in op.results]
-        types += [a.type for region in op.regions for block in region.blocks for a in block.arguments]
-        for name in op.attributes:
-            try:
-                attr = op.attributes[name]
-            except TypeError:
-                continue
-            if isinstance(attr, ir.TypeAttr):
-                types.append(attr.value)
-        found.extend(s for s in map(str, types) if _WIDE.search(s))
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return found
+    from tests.conftest import wide_types
+    return wide_types(module)
 
 
 def child_main(seeds_dir: str, family: str, run_seed: int, start: int, stop: int) -> int:
