@@ -146,6 +146,60 @@ def test_input_formats_text_bytes_bytecode_portable_artifact():
     assert narrow_quietly(artifact).portable_artifact()[:4] == b"ML\xefR"
 
 
+def test_files_are_read_by_path(tmp_path):
+    """A pathlib.Path is a file (a str is MLIR text): bytecode is read by MLIR itself, so
+    a large constant is never copied into Python; text files are read as text."""
+    from pathlib import Path
+
+    from x64guard import mlir
+    base = narrow_quietly(F64)
+    module, _ = mlir.load(F64)
+    files = {"text": F64.encode(), "bytecode": mlir.to_bytecode(module),
+             "portable-artifact": mlir.to_portable_artifact(module)}
+    for fmt, blob in files.items():
+        path = tmp_path / f"module-{fmt}"
+        path.write_bytes(blob)
+        result = narrow_quietly(path)
+        assert (result.source_format, result.changes) == (fmt, base.changes)
+        assert x64guard.check(path).findings
+    with pytest.raises(ValueError, match="^x64guard: cannot read .*missing.mlirbc"):
+        x64guard.narrow(tmp_path / "missing.mlirbc")
+    (tmp_path / "empty.mlir").write_bytes(b"")
+    with pytest.raises(ValueError, match="^x64guard: the input is empty"):
+        x64guard.narrow(Path(tmp_path / "empty.mlir"))
+
+
+def test_a_file_that_changes_while_it_is_vetted_is_refused(tmp_path, monkeypatch):
+    """What the reader process vetted must be what this process parses."""
+    from x64guard import isolated_reader, mlir
+    path = tmp_path / "module.mlirbc"
+    path.write_bytes(mlir.to_bytecode(mlir.load(F64)[0]))
+    vet_file = isolated_reader.vet_file
+
+    def vet_then_change(p):
+        verdict = vet_file(p)
+        path.write_bytes(path.read_bytes() + b"\0")
+        return verdict
+
+    monkeypatch.setattr(isolated_reader, "vet_file", vet_then_change)
+    with pytest.raises(ValueError, match="changed while x64guard was reading it"):
+        x64guard.narrow(path)
+
+
+def test_trusted_bytecode_skips_the_reader_process(monkeypatch):
+    from x64guard import isolated_reader, mlir
+    bytecode = mlir.to_bytecode(mlir.load(F64)[0])
+
+    def refuse(data):
+        raise AssertionError("the reader process was asked")
+
+    monkeypatch.setattr(isolated_reader, "vet_bytes", refuse)
+    assert narrow_quietly(bytecode, trusted=True).changes
+    assert x64guard.check(bytecode, trusted=True).findings
+    with pytest.raises(AssertionError, match="reader process was asked"):
+        x64guard.check(bytecode)
+
+
 def test_ir_module_input_is_never_mutated():
     from x64guard import mlir
     module, _ = mlir.load(F64)

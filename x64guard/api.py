@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -16,7 +18,7 @@ from x64guard.modes import Mode, resolve_mode, resolve_overflow
 from x64guard.passes import NarrowX64Pass
 from x64guard.passes.check import check_target
 
-ModuleLike = "str | bytes | ir.Module"
+ModuleLike = "str | bytes | os.PathLike | ir.Module"
 
 
 @dataclass
@@ -50,7 +52,8 @@ class NarrowResult:
         return f"x64guard: {verb} {total} types ({parts}) at {places} places"
 
 
-def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: str = "error") -> NarrowResult:
+def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: str = "error",
+           trusted: bool = False) -> NarrowResult:
     """Narrow i64/ui64/f64/complex<f64> to i32/ui32/f32/complex<f32>, as JAX does when it
     traces with x64 off, or refuse with `X64GuardError` naming every reason.
 
@@ -58,15 +61,16 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
     `X64GuardWarning` summary per module plus one per lossy finding), error (refuse any
     64-bit use). Default: $X64GUARD_MODE, else warn.
     overflow: error | saturate | wrap, for constants the 32-bit type cannot hold.
+    trusted: MLIR bytecode (bytes or a file) is first read in a separate process, because
+    jaxlib's reader can crash on corrupted bytecode; True skips that for bytecode you made.
+    Input x64guard cannot read raises ValueError ("x64guard: ...").
     """
     resolved = resolve_mode(mode)
     policy = resolve_overflow(overflow).value
-    working, source_format = mlir.load(module)
+    working, source_format = mlir.load(module, trusted=trusted)
     dry_run = resolved is not Mode.WARN
-    try:
+    with _unreadable_as_value_error("narrow"):
         result = NarrowX64Pass(overflow=policy, dry_run=dry_run).apply(working)
-    except RecursionError:
-        raise ValueError("x64guard: the module's types nest too deeply to narrow") from None
     out = NarrowResult(working, result.findings + _format_findings(source_format, result.changes),
                        result.changes, resolved, source_format)
 
@@ -110,13 +114,28 @@ def _as_refused_use(finding: Finding) -> Finding:
                                message=f"64-bit types ({types}); mode='error' refuses them")
 
 
-def check(module: ModuleLike, *, target: str = "x32") -> Report:
-    """No rewrite: every 64-bit use and every blocker for `target`, as findings."""
-    working, _ = mlir.load(module)
-    try:
+def check(module: ModuleLike, *, target: str = "x32", trusted: bool = False) -> Report:
+    """No rewrite: every 64-bit use and every blocker for `target`, as findings.
+    `trusted` as for `narrow`."""
+    working, _ = mlir.load(module, trusted=trusted)
+    with _unreadable_as_value_error("check"):
         return check_target(working, target)
+
+
+@contextlib.contextmanager
+def _unreadable_as_value_error(verb: str):
+    """Modules that parse but cannot be walked from Python are unreadable input, not a
+    crash of x64guard: types nested past Python's recursion limit, and names that are not
+    UTF-8 (the bindings raise RuntimeError converting them to str)."""
+    try:
+        yield
     except RecursionError:
-        raise ValueError("x64guard: the module's types nest too deeply to check") from None
+        raise ValueError(f"x64guard: the module's types nest too deeply to {verb}") from None
+    except RuntimeError as exc:
+        if "conversion error" not in str(exc):
+            raise
+        raise ValueError(f"x64guard: the module holds a name that is not valid UTF-8; cannot {verb} it "
+                         f"({exc})") from None
 
 
 def _verify(module: ir.Module, findings: list[Finding]) -> None:

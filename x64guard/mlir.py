@@ -1,15 +1,18 @@
 """Getting modules in and out: MLIR text, MLIR bytecode, StableHLO portable artifacts.
 
 Uses the MLIR bindings that ship in jaxlib through their public `jax.extend` paths.
-Each thread gets its own MLIR context (contexts are not safe to share across threads
-from Python), with the dialects JAX emits registered. Unregistered dialects parse, so
-ops x64guard has never heard of are narrowed generically.
+Every parsed module gets its own MLIR context with the dialects JAX emits registered
+(contexts are not safe to share across threads, and keep their constants until they
+die). Unregistered dialects parse, so ops x64guard has never heard of are narrowed
+generically. Bytecode from outside is vetted in a separate process first
+(`x64guard.isolated_reader`): jaxlib's bytecode reader can crash on corrupted input.
 """
 
 from __future__ import annotations
 
 import enum
-import threading
+import os
+from pathlib import Path
 
 import numpy as np
 
@@ -18,11 +21,10 @@ from jax.extend import mlir as jex_mlir
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import chlo, sdy, stablehlo
 
-from x64guard import _compat
+from x64guard import _compat, isolated_reader
 from x64guard.errors import X64GuardError
 
 BYTECODE_MAGIC = b"ML\xefR"
-_local = threading.local()
 
 
 class SourceFormat(str, enum.Enum):
@@ -33,9 +35,12 @@ class SourceFormat(str, enum.Enum):
 
 
 def make_context() -> ir.Context:
+    """A context with the dialects JAX emits. Each parsed module gets its own (about half
+    a millisecond): MLIR keeps a context's constants until the context dies, so a shared
+    context would keep every constant ever read, and contexts are not safe to share
+    across threads from Python."""
     context = ir.Context()
-    context.append_dialect_registry(lowering.upstream_dialects)
-    context.load_all_available_dialects()
+    context.append_dialect_registry(lowering.upstream_dialects)  # loaded on demand
     for dialect in (stablehlo, chlo, sdy):
         dialect.register_dialect(context)
     _compat.register_mhlo(context)
@@ -43,31 +48,33 @@ def make_context() -> ir.Context:
     return context
 
 
-def thread_context() -> ir.Context:
-    context = getattr(_local, "context", None)
-    if context is None:
-        context = _local.context = make_context()
-    return context
+Readable = "str | bytes | bytearray | memoryview | os.PathLike | ir.Module | ir.Operation"
 
 
-def load(module: "str | bytes | bytearray | memoryview | ir.Module | ir.Operation"
-         ) -> tuple[ir.Module, SourceFormat]:
-    """A module x64guard may rewrite freely: parsed from text/bytes, or a clone of a
-    given `ir.Module` (which is never mutated)."""
+def load(module: Readable, *, trusted: bool = False) -> tuple[ir.Module, SourceFormat]:
+    """A module x64guard may rewrite freely: parsed from text, bytes or a file, or a clone
+    of a given `ir.Module` (which is never mutated).
+
+    MLIR bytecode (and portable artifacts) is vetted in a separate process first
+    (`isolated_reader`), because jaxlib's reader can crash on corrupted bytecode;
+    `trusted=True` skips that for bytecode this process's own tools produced.
+    """
     if isinstance(module, ir.Module):
         return clone(module), SourceFormat.MODULE
     if isinstance(module, ir.Operation) or hasattr(module, "operation") and isinstance(module.operation, ir.Operation):
         operation = module if isinstance(module, ir.Operation) else module.operation
         if operation.name != "builtin.module":
             raise TypeError(f"x64guard: expected a builtin.module, got {operation.name}")
-        with operation.context:
+        with make_context():
             return ir.Module.parse(_to_bytecode(operation)), SourceFormat.MODULE
     if isinstance(module, str):
         return _parse_text(module), SourceFormat.TEXT
     if isinstance(module, (bytes, bytearray, memoryview)):
-        return _parse_bytes(bytes(module))
-    raise TypeError(f"x64guard: cannot read a module from {type(module).__name__}; "
-                    "pass MLIR text (str), bytecode or a portable artifact (bytes), or an ir.Module")
+        return _parse_bytes(bytes(module), trusted)
+    if isinstance(module, os.PathLike):
+        return _parse_file(os.fspath(module), trusted)
+    raise TypeError(f"x64guard: cannot read a module from {type(module).__name__}; pass MLIR text (str), "
+                    "bytecode or a portable artifact (bytes), a file (pathlib.Path), or an ir.Module")
 
 
 def clone(module: ir.Module) -> ir.Module:
@@ -96,11 +103,12 @@ def _to_bytecode(operation: ir.Operation) -> bytes:
 
 
 # The MLIR text parser recurses on the C stack: far deeper nesting than any real program
-# has crashes the process, so it is refused before parsing.
+# has crashes the process, so it is refused before parsing. Types nest with <>.
 MAX_NESTING = 4000  # brackets; about 2,000 nested regions, measured to parse in any thread
 _BRACKET_STEP = np.zeros(256, np.int8)
-_BRACKET_STEP[list(b"{([")] = 1
-_BRACKET_STEP[list(b"})]")] = -1
+_BRACKET_STEP[list(b"{([<")] = 1
+_BRACKET_STEP[list(b"})]>")] = -1
+_OPENERS = tuple(bytes([c]) for c in b"{([<")
 
 
 def _parse_text(text: str) -> ir.Module:
@@ -114,47 +122,104 @@ def _parse_text(text: str) -> ir.Module:
     if depth > MAX_NESTING:
         raise ValueError(f"x64guard: the input nests brackets {depth} deep; x64guard reads at most "
                          f"{MAX_NESTING} (deeper input would overflow the MLIR parser's stack)")
-    context = thread_context()
     try:
-        with context:
+        with make_context():
             return ir.Module.parse(encoded)  # the bytes already made: no second copy of a large text
     except ir.MLIRError as exc:
         raise ValueError(f"x64guard: the input is not a valid MLIR module: {_first_diagnostic(exc)}") from None
 
 
 def _max_nesting(encoded: bytes) -> int:
-    """The deepest bracket nesting, counted over the raw text (brackets inside strings
-    count too, which only makes the limit conservative)."""
-    if encoded.count(b"{") + encoded.count(b"(") + encoded.count(b"[") <= MAX_NESTING:
+    """The deepest bracket nesting, counted over the raw text, conservatively: brackets
+    inside strings count, and a closing bracket with no opener (an arrow's '>', a string's
+    ')') never hides the nesting that follows it (the deepest rise above any earlier level)."""
+    if sum(encoded.count(opener) for opener in _OPENERS) <= MAX_NESTING:
         return 0  # cannot nest deeper than it opens
-    steps = _BRACKET_STEP[np.frombuffer(encoded, np.uint8)]
-    return int(np.cumsum(steps, dtype=np.int32).max(initial=0))
+    codes = np.frombuffer(encoded, np.uint8)
+    steps = _BRACKET_STEP[codes]
+    steps[1:][(codes[1:] == ord(">")) & (codes[:-1] == ord("-"))] = 0  # '->' closes nothing
+    levels = np.cumsum(steps, dtype=np.int32)
+    lowest_so_far = np.minimum.accumulate(np.minimum(levels, 0))
+    return int((levels - lowest_so_far).max(initial=0))
 
 
-def _parse_bytes(data: bytes) -> tuple[ir.Module, SourceFormat]:
+def _parse_bytes(data: bytes, trusted: bool) -> tuple[ir.Module, SourceFormat]:
     if not data.strip():
         raise ValueError("x64guard: the input is empty (no MLIR module to read)")
     if not data.startswith(BYTECODE_MAGIC):
+        return _parse_text(_decode_text(data)), SourceFormat.TEXT
+    if not trusted:
+        _raise_if_unsafe(isolated_reader.vet_bytes(data))
+    return _read_bytecode(data, lambda: ir.Module.parse(data))
+
+
+def _parse_file(path: str, trusted: bool) -> tuple[ir.Module, SourceFormat]:
+    """A file, parsed by MLIR itself: a large bytecode file is never copied into Python."""
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(len(BYTECODE_MAGIC))
+            if head != BYTECODE_MAGIC:
+                data = head + stream.read()
+    except OSError as exc:
+        raise ValueError(f"x64guard: cannot read {path}: {exc.strerror or exc}") from None
+    if head != BYTECODE_MAGIC:
+        if not data.strip():
+            raise ValueError("x64guard: the input is empty (no MLIR module to read)")
+        return _parse_text(_decode_text(data)), SourceFormat.TEXT
+    if not trusted:
+        before = _identity(path)
+        _raise_if_unsafe(isolated_reader.vet_file(path))
+        if _identity(path) != before:  # what was vetted must be what is read
+            raise ValueError(f"x64guard: {path} changed while x64guard was reading it")
+    return _read_bytecode(path, lambda: ir.Module.parseFile(path))
+
+
+def _identity(path: str) -> tuple:
+    st = os.stat(path)
+    return st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns
+
+
+def _decode_text(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("x64guard: the input is neither MLIR bytecode nor UTF-8 MLIR text") from None
+
+
+def _raise_if_unsafe(reason: str | None) -> None:
+    if reason is not None:
+        raise ValueError(reason)
+
+
+def read_bytecode(data: bytes) -> ir.Module:
+    """Bytecode or a portable artifact, read in this process (what the isolated reader
+    runs; a corrupted input can crash the process calling this)."""
+    return _read_bytecode(data, lambda: ir.Module.parse(data))[0]
+
+
+def read_bytecode_file(path: str) -> ir.Module:
+    """As `read_bytecode`, from a file."""
+    return _read_bytecode(path, lambda: ir.Module.parseFile(path))[0]
+
+
+def _read_bytecode(source: "bytes | str", parse) -> tuple[ir.Module, SourceFormat]:
+    with make_context() as context:
         try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise ValueError("x64guard: the input is neither MLIR bytecode nor UTF-8 MLIR text") from None
-        return _parse_text(text), SourceFormat.TEXT
-    context = thread_context()
-    with context:
-        try:
-            module = ir.Module.parse(data)
+            module = parse()
         except ir.MLIRError as exc:
             raise ValueError(f"x64guard: unreadable MLIR bytecode: {_first_diagnostic(exc)}") from None
-        if _is_vhlo(module):
-            try:
-                module = jex_mlir.deserialize_portable_artifact(data, context)
-            except Exception as exc:  # the bindings raise plain Exceptions here
-                raise ValueError(f"x64guard: unreadable StableHLO portable artifact: {exc}") from None
-            if not isinstance(module, ir.Module):
-                module = ir.Module.parse(module)
-            return module, SourceFormat.PORTABLE_ARTIFACT
-    return module, SourceFormat.BYTECODE
+        except (ValueError, RuntimeError) as exc:  # e.g. "SmallVector unable to grow" from the reader
+            raise ValueError(f"x64guard: unreadable MLIR bytecode: {exc}") from None
+        if not _is_vhlo(module):
+            return module, SourceFormat.BYTECODE
+        data = source if isinstance(source, bytes) else Path(source).read_bytes()
+        try:
+            module = jex_mlir.deserialize_portable_artifact(data, context)
+        except Exception as exc:  # the bindings raise plain Exceptions here
+            raise ValueError(f"x64guard: unreadable StableHLO portable artifact: {exc}") from None
+        if not isinstance(module, ir.Module):
+            module = ir.Module.parse(module)
+        return module, SourceFormat.PORTABLE_ARTIFACT
 
 
 def _is_vhlo(module: ir.Module) -> bool:
@@ -188,4 +253,5 @@ def to_portable_artifact(module: ir.Module, target: str | None = None) -> bytes:
 
 
 __all__ = ["SourceFormat", "X64GuardError", "load", "clone", "to_text", "to_bytecode",
-           "to_portable_artifact", "thread_context", "make_context"]
+           "to_portable_artifact", "make_context", "read_bytecode",
+           "read_bytecode_file"]

@@ -57,8 +57,8 @@ func.func @main(%x: {operand}) -> {result} {{
 
 def test_bitcast_validity_rule():
     from jax.extend.mlir import ir
-    from x64guard.mlir import thread_context
-    with thread_context():
+    from x64guard.mlir import make_context
+    with make_context():
         t = ir.Type.parse
         assert bitcast_is_valid(t("tensor<3xf32>"), t("tensor<3xi32>"))
         assert bitcast_is_valid(t("tensor<3xf64>"), t("tensor<3x2xui32>"))

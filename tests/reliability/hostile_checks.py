@@ -12,7 +12,12 @@ def summarise(records: list[dict]) -> Counter:
             counts["crash"] += 1
             continue
         for api in ("narrow", "check"):
-            counts[f"{api}: {record[api].split(':')[0].split(' without')[0]}"] += 1
+            outcome = record[api].split(':')[0].split(' without')[0]
+            if "bytecode reader was killed" in record[api] or "bytecode reader exited" in record[api]:
+                outcome += " (reader process crashed)"
+            elif "bytecode reader did not finish" in record[api]:
+                outcome += " (reader process hung)"
+            counts[f"{api}: {outcome}"] += 1
     return counts
 
 

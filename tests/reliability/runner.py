@@ -26,6 +26,9 @@ def _child_env() -> dict[str, str]:
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.pop("X64GUARD_DEBUG", None)
     env.setdefault("JAX_PLATFORMS", "cpu")
+    # Bytecode that makes jaxlib's reader loop is stopped after this long (per call), well
+    # inside CASE_TIMEOUT; the default scales for real, large modules.
+    env["X64GUARD_READER_TIMEOUT"] = "4"
     return env
 
 

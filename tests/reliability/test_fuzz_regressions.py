@@ -2,12 +2,17 @@
 
 Each test pins the verdict the property reached (or the behaviour a fix restored), so that a
 change in x64guard, JAX or the classifier that turns it into something else shows up by
-name. Findings that are still open live in test_open_bugs.py until fixed, then move here.
+name.
 """
 
 from __future__ import annotations
 
+import base64
+import os
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -250,3 +255,191 @@ def test_programs_jax_cannot_lower_are_not_blamed_on_x64guard():
     program = Program(inputs=(Input(dtype='float64', shape=(2, 0), seed=1),),
                       nodes=(Node(op='rfft', args=(0,)),), outputs=(1,))
     assert check_program(program).outcome == "jax-cannot-lower"
+
+
+# --------------------------------------------------------------------------- corrupted bytecode
+# jaxlib's bytecode reader aborts, crashes or loops on these; x64guard reads bytecode in a
+# separate process first (x64guard/isolated_reader.py). Each case runs in a child process
+# too, so that a regression kills the child, not pytest.
+
+BYTECODE_CHILD = """
+import sys, warnings
+warnings.simplefilter("ignore")
+import x64guard
+data = open(sys.argv[1], "rb").read()
+for fn in (x64guard.narrow, x64guard.check):
+    try:
+        fn(data)
+        print(fn.__name__, "ok")
+    except ValueError as exc:
+        print(fn.__name__, "ValueError", str(exc).splitlines()[0][:300])
+"""
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _hand_bytecode() -> bytes:
+    from tests.reliability import hostile
+    from x64guard import mlir
+    module, _ = mlir.load(hostile.HAND_WRITTEN.strip())
+    return mlir.to_bytecode(module)
+
+
+def _patched(data: bytes, offset: int, value: int) -> bytes:
+    out = bytearray(data)
+    out[offset] = value
+    return bytes(out)
+
+
+def _read_in_child(data: bytes, tmp_path: Path) -> str:
+    path = tmp_path / "case.mlirbc"
+    path.write_bytes(data)
+    env = dict(os.environ, X64GUARD_READER_TIMEOUT="3",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", BYTECODE_CHILD, str(path)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stdout}{proc.stderr[-600:]}"
+    lines = proc.stdout.splitlines()
+    assert [ln.split()[0] for ln in lines] == ["narrow", "check"], proc.stdout
+    return proc.stdout
+
+
+def test_bytecode_with_a_non_utf8_op_name_is_a_value_error(tmp_path):
+    """Hostile-input fuzzer (byte_flip of bytecode, cases 256/287/...): SIGABRT
+    (`nanobind ... str_from_cstr_and_size(): conversion error!` while the reader built a
+    diagnostic)."""
+    output = _read_in_child(_hand_bytecode().replace(b"multiply", b"\xa6ultiply", 1), tmp_path)
+    assert output.count("ValueError x64guard: the MLIR bytecode reader was killed by SIGABRT") == 2, output
+
+
+def test_bytecode_with_one_flipped_byte_is_a_value_error_not_a_segfault(tmp_path):
+    """Hostile-input fuzzer (byte_flip of bytecode:hand.mlirbc, case 1691): byte 333 of the
+    hand-written seed's bytecode 0x11 -> 0x80 made the reader SIGSEGV."""
+    data = _hand_bytecode()
+    assert data[333] == 0x11
+    output = _read_in_child(_patched(data, 333, 0x80), tmp_path)
+    assert output.count("ValueError x64guard: the MLIR bytecode reader was killed by SIGSEGV") == 2, output
+
+
+def test_bytecode_reader_errors_carry_an_x64guard_message(tmp_path):
+    """Hostile-input fuzzer (bytecode_header, case 188): a raw ValueError ('SmallVector
+    unable to grow ...') escaped the bytecode reader unexplained."""
+    output = _read_in_child(_patched(_hand_bytecode(), 21, 0x00), tmp_path)
+    assert output.count("ValueError x64guard: unreadable MLIR bytecode") == 2, output
+
+
+HANGING_BYTECODE = (
+    "TUzvUg1NTElSMjMuMC4wZ2l0AAFRBwEFCTsBAw8DBwcTFwUzGx8jJxMrLzM3Oz9DR0tPU1dbX2Nna29zdwM+BZYEPQH1BwsPCxMT"
+    "LxMLEwsTLxMTExcTCw8LFwszMxMTCwsTLxMPDwsPCw8TEw8LDwsLEwsTCwsTCxMLEw8TCxMLDy8TDxMLFy8PCwsLEw8PFxMTExMb"
+    "CwsLCxsTCxMLEwsTCwsLCw8PDx8PCx8LDw8LJw8LGwsLDwsPCx8LDw8FFQsLCwsLCwsLJycBhgITHwsTDxMfCxMTCwsTDxMfCxMP"
+    "Ex8LLwtPMwsLCxMLEwsTCw8LEwsLCwsTCwsLCxMLEwsPCwsTCw8fExMfExMfEwsTCxMLCxMTHxcLExMfLwsTEx8XCxMTHwsTCxML"
+    "Cw8LEwsTExMfCxMLEx8PDw8LCxMTHy8TExMfDxMfCxMfLw8PDxMLCxMLCxMLFwsTEx8XCxMTHwsTCwsTCw8TCy8TCwE9DxMTDw8T"
+    "DxMTDw8HCxMTDxMXKwsfIxcbHxcXFxcPAmITHwU9FcvTBT8jDQEBHSoDBSUBEQAAAAAAAAAAHeICAQVBHa4CAQVDHW4CASUHEQAA"
+    "AAAAAAAAHaICAR3GAgEVugMFHdID1gMVBgQFBUUdB+0FRx2KA44DBUkjDQMRAQAAAAAAAAAjDQMRAAAAAAAAAAAd5gIPFfoDBQVL"
+    "BU0dsgIBJQERAQAAAAAAAAAdygIBHXcBFScFBU8djR8FUREZAB0CBDUVfgRDERUFBVMVxwUFVQVXFRICBQUpFSYCBQVZBVsVSgIF"
+    "BV0VXgIFBV8degIXHTkBHYICAQVhHcICAQUTEQ0BJQcRAAAAAAAA+H8dKfYCHXN9HYMuAwVjHVIDVgMlAREFAAAAAAAAAB2LHwVl"
+    "BWcFaR3OAx8diyMdjSMdZgRqBBc3MTkXNzFdFzcxhRc3MakDBaNRpVEFawVtBW8NJQEJrbG1uQMDLa8FcQMDLbMFcwMDLbcFdQMD"
+    "LbsFdwV5BXsNKR0VxR0lVR0HyS0DB94EGZcdzc8FfS1DB74CJXkFfxXV2x3X2QWBLQMJPgUnQgWhHd3fBYMt4QcNN3MFhQ0rHefp"
+    "BYcd6ycFiS0DB+IEGZkNLR0V8x0lWwcHBQsHAwUDBQEFBwcJBwUXAQMBAQEDAQUPAQMBAQEDAQUdBxYCLQMH5gQdOQ0vHRUiAh0l"
+    "Xx0HKgItAwfqBE9ZDTEdFTYCHToCAQWLDTMdFUYCHSVlHQdOAi0DB/IENVkNNR0VWgIdJWkdB2ICLQMH8gRdmw03JRMRAAAAAAAA"
+    "AAAFjSU5IQUAAAAAAAAAAAAAAAAAAAAjDQMRBgAAAAAAAAAFjwlrBRsdigIBBSEdkgIBBZEdmgIBBSUdcwEFkx2qAgEFJwWVBZcJ"
+    "YR2+AgEFmQWbBZ0Fnx3SAgEFKx3aAgEFLREZAQUvBaEd7gIBBaMdOX0tAwfiBGVvHTn+Ah0pAgMtAwfiBGORHXcKAx0pDgMtAwfi"
+    "BFuRHRYDAQWlHR4DAQWnHSYDAQWpBasVMgMFHQc2Ay0DB94ELTcdPgNCAwWtFUYDBR0HSgMtAwfeBDtPJQcR/Knx0k1iUD8FrxVa"
+    "AwUdB14DLQMH3gQ7XR1mA2oDBbEVbgMFHQdyAy0DB94EYZUJUx1+A1UFsx2GA0MFtQW3FSdDCVkdmgNbBbkdRaIDFaYDBR0HqgMt"
+    "AwfqBBlHCV0dtgNfBbsdB74DLQMH6gQZaR2PHx1JHx1FHwW9Bb8V2gMFHQfeAy0DB+4EKz8lARECAAAAAAAAAB2D6gMV7gMFHQfy"
+    "Ay0DB+4EK0cdSTUdB/4DLQMH7gQZkwXBHQcKBC0DB/IEHyslAREGAAAAAAAAAB2PIx1JIx1FIx0iBCMFwwljHS4EZQXFCWcdOgRp"
+    "BccdQgRGBAXJFUoENR0pTgQtAwfuBF9pHVYEWgQFyxVeBDUdKWIELQMH7gSBiwXNHW4EAQXPCVcdegRPBdEVJycdhgRPBdMlARED"
+    "AAAAAAAAAB2SBE8F1RsBDRsDGQ0bAxkXGwEXGwEZGwMZGQECBBsDDScbAxkfGwEfAQICDQEJGwMNFxsDFQ0BCgQbAxkVGwUZBRUF"
+    "BwUDDwkFHQcRExcFBwsFBQMFBQcDAQUFAQUFAwUDAwUFAwEDAwUHCQEBAwEFAw8DBwUDAwMRBQMRAxEbBQUJDRsBFQRCFAUBUQGh"
+    "AQcEGhQDASUDUAEDBwTCCANnuwcLEgMHGgMfIgMACUILBQMHC0aBBwMFAwcNRoEJAwsFAQkvRjoDCwMFAwEJQgsNAwcLRoUHAwUD"
+    "DxcGhQMFBQ0RFwZiAwMFBQEBB0Z6Aw8DBQcLExUJQgsRAwEJQoIDEQMBMRYrCQMBAQUJAxsZFwsEpQMNDwkHmQObA50LnwAJQisT"
+    "AwENRo4EFQMJBQMJEQQrAwsDERMJB5kDmwOdC58AB0Z2BBcFAQUHAQUHCUIrGQMBDwaCBAMBBQMNEQQrCQEPCQsHRpYDGwMDAyMJ"
+    "QgsRAwELRp4DBwMdAycJQgsdAwEHRrIDHwMDBQMrCUILEQMBC0aJBwMDAy8NRokVAwsFLTEJQgsdAwELRkcHAwMDNQ8GRwMDBS03"
+    "EwbCAwMDBzM5LRUGxgMDIQM7C0bKAyEDIwM9M1aRIwMdByk/AwcELQMHCwUDlwOXAA8GRwMBBQEDEQSRAwUJQiERAwEbViEhAwEF"
+    "QUMHBC0DBwsFAyEDIQAPBiEDAQUBAxEEIQMFCUILJQMBDUbmAycDCQVFRxUG9gMDOwNJNRZNAw8DSwkDAwk5BlIEAw8FBQURBE0D"
+    "ZwMDCRcGPgQDDwUFBREETQNnCUILEQMBC0aTBwMDA08NRpMVAwsFJVEJQgspAwELRpUHAwMDVQ8GlQMDBSVXEwYSBAMDB1NZJRUG"
+    "FgQDIQNbC0YaBCEDIwNdN0YeBCsDBQUjXwdGKgQtAwcDTQdGNgQvAxEDAwUECwlhQWNlA1DDMQcELQMJCwcVCQkAEwYTAwUHAQMF"
+    "BQQBAwcDUOUzBwSLAxUjBwUBCQAJQgEZAwEPBkEDAQUDBxUG8gIDAQMDC0Z/BwMDAwsXBn8DAwUBDRUG+gIDBQMPDwYGAwMFBQUR"
+    "BQQBBQkTA1DxNQcEogIDCQ8DCQArQtYCNwMDLVYPOQUFAwUBAwcEIgIDJ0MJDzMPMwMzAzMACUIPBQMHDUY7OwMJBQEJCUIPBQMH"
+    "EwYTAwcHCw0BDUYdPQMJBQEBCUIPPwMHEwYTAwcHERMPCUIPBQMHDUY7OwMJBQMXCUIPBQMHEwYTAwcHGRsDDUYdPQMJBQMDCUIP"
+    "PwMHEwYTAwcHHyEdDUbqAkEDCQUVIxEEDwMlBQQBAwcDUB4CQwcEzgIDL1sFBQEAFQZvAwEDAwlCAREDAQ1GO0UDCQUFBwlCARkD"
+    "AQdGugJHAwEHCQsFC0Z1BwMDAw0nBnUDAwUBDwlCAREDAQtGHQcDAwMTDUYdSQMLBREVCUIBEQMBC0Y/BwMDAxkNRj8VAwsFERsJ"
+    "QgERAwENRj8VAwkFDR8LRh0HAwsDIQ1GHUsDCwUdIykGzgIDCwUlFwtGQQcDAwMNDwZBAwMFESkTBhMDAwcnKxEFBAEDLQNQMgJN"
+    "BwQtAwkLBxEBAQATBhMDAQcBAwUFBAEDBwNQQgJPBwTZAxUrAx0AGQZxAxsDAR8GhgIDGwMBIQaOAgMbAwUjBpYCAw8FAwcXBp4C"
+    "Aw8FAQkZBnEDGwMLCUIbBQMHG1YbIQMHBQ0PBwQtAwcLBQ8bDxsADwYbAwcFAQMRBBsDBSVGpgILAwcDEQUEAQMTA1BWAlEHBDUD"
+    "Bw8DBQAVBm8DEQMBB0YBUwMRAwMFBAEDBQNQAVUHBHcDCRMDIQAJQhdXAxMLRhcHAxMDAx1WF1kDEQUBBQcELQMHCwUnbSdtAA8G"
+    "FwMTBQEDEQQXAwUFBAEDBwYDAQUBAIIV1ystPRkbOzsnIx0ZJSctKRsZJycXFw8FBQUNDQcHCRkHExcJJyUJLxsdExlFFQ8LFRUV"
+    "FQ0lKSEXFRUJEw8LExEZDzkxKwUhYRcLET1REw8LEQ0LCwsJFQsRDwsdDwsTEQ8JESMTCw8PFQsRYnVpbHRpbgBmdW5jAHN0YWJs"
+    "ZWhsbwBtb2R1bGUAcmV0dXJuAGNhbGwAY29uc3RhbnQAYnJvYWRjYXN0X2luX2RpbQBjb21wYXJlAGFkZABzZWxlY3QAY29udmVy"
+    "dABtdWx0aXBseQByZWFsAHJlZHVjZQByZWR1Y2Vfd2luZG93AGltYWcAbmVnYXRlAGNvbXBsZXgAc3FydAByZW1haW5kZXIAYW5k"
+    "AGlvdGEAc29ydABzaW5lAHdoaWxlAHNjYXR0ZXIAY2FzZQBnYXRoZXIAc3VidHJhY3QAL3dvcmsvbWFpbi90ZXN0cy9yZWxpYWJp"
+    "bGl0eS9ob3N0aWxlLnB5AF9qYXhfc2VlZF9mdW5jdGlvbi48bG9jYWxzPi5mAHByaXZhdGUAaml0OgBqaXQoZikvaml0AF9qYXhf"
+    "c2VlZF9mdW5jdGlvbi48bG9jYWxzPi5mLjxsb2NhbHM+LjxsYW1iZGE+AGpheC5yZXN1bHRfaW5mbwAtAGNvbnZlcnRfZWxlbWVu"
+    "dF90eXBlAGppdChmKS9icm9hZGNhc3RfaW5fZGltAGppdChmKS9jb252ZXJ0X2VsZW1lbnRfdHlwZQBfd2hlcmUAY2xvc2VkX2Nh"
+    "bGwAYXJnc29ydABfd2hlcmVfMABub3JtAGN1bXN1bQBjdW1zdW1fMQBtdWwAaml0KGYpL2d0AGppdChmKS9sdABqaXQoZikvYWRk"
+    "AGppdChmKS9zZWxlY3RfbgBtaGxvLm51bV9wYXJ0aXRpb25zAG1obG8ubnVtX3JlcGxpY2FzAGppdF9mAHJlc3VsdFswXQByZXN1"
+    "bHRbMV0AcmVzdWx0WzJdAHJlc3VsdFszXQBtYWluAHB1YmxpYwBsb3dlcl94NjQAL3dvcmsvbWFpbi90ZXN0cy9jb3JwdXMvb3Jh"
+    "Y2xlLnB5AHdyaXRlX3NlZWRzADxtb2R1bGU+AC90bXAvZnovaDIucHkAY2xvc2VkX2NhbGw6AHdoaWxlL2JvZHkvY2xvc2VkX2Nh"
+    "bGwAaml0AHJlZHVjZV93aW5kb3dfc3VtAHJlZHVjZV93aW5kb3dfc3VtOgBuZWcAcmVkdWNlX3N1bQBzZWxlY3RfbgBlcQBqaXQo"
+    "X3doZXJlKQByZW0AbmUAbHQAc29ydDoAbHRfdG8AeABuAGMAaml0KGYpAGppdChmKS9zaW4Aaml0KGYpL211bABqaXQoZikvaW50"
+    "ZWdlcl9wb3cAaml0KGYpL2ppdChfd2hlcmUpAGppdChmKS9zY2FuAGppdChmKS93aGlsZQBqaXQoZikvaml0KGFyZ3NvcnQpAGpp"
+    "dChmKS9qaXQocmVtYWluZGVyKQBqaXQoZikvc2NhdHRlci1hZGQAaml0KGYpL3JlZHVjZV9zdW0Aaml0KGYpL2NvbmQAaml0KGYp"
+    "L2dhdGhlcgBqaXQoZikvaml0KG5vcm0pAGppdChmKS9qaXQoY3Vtc3VtKQBqaXQoZikvY29uZC9icmFuY2hfMV9mdW4vbXVsAGpp"
+    "dChmKS9jb25kL2JyYW5jaF8wX2Z1bi9zdWIAc2NhdHRlci1hZGQ6AHNjYXR0ZXItYWRkAGppdChmKS93aGlsZS9ib2R5L2Nsb3Nl"
+    "ZF9jYWxsAGppdChmKS93aGlsZS9ib2R5L2FkZABqaXQoZikvd2hpbGUvY29uZC9sdAAIWgNbB54CAREBqQGuAr3+AgMZAwkH5gP/"
+    "AwEFTgMLAXYDAQEDDQWKBAfWA/cLAXIEAQEDPQsBkgMBAQOHCwGuAwEBAzEJlwoClwXiAwfWA/8FDgQJDgKXLwsBJgQBAQsBMgQB"
+    "AQ0BwQEBUyMNAeMBAVcjDQHvAQFZIwN5B/O+BQfmA/0H5gP7A3sHDgT3DwEaAgEBXSMH1gP9CwG2AgEBB9YD+wcGBPsPAS4CAQFh"
+    "Iw8BPgIBAWMjDwFSAgEBZyMLAX4CAQEPAWYCAQFrIwVqAg9f5gRfdgJf")
+
+
+def test_bytecode_that_makes_the_reader_loop_is_stopped(tmp_path):
+    """Hostile-input fuzzer (byte_flip of bytecode:jax.mlirbc, case 710): one byte of a JAX
+    module's bytecode changed (offset 782, 0xd1 -> 0x43) and the parse never returned (a
+    CPU loop in the reader; RSS flat). The reader process is stopped after its timeout."""
+    output = _read_in_child(base64.b64decode(HANGING_BYTECODE), tmp_path)
+    assert output.count("ValueError x64guard: the MLIR bytecode reader did not finish within 3 s") == 2, output
+
+
+def test_command_line_on_a_segfaulting_bytecode_exits_2(tmp_path):
+    """Command-line fuzzer (case 92): `x64guard check` exited -11."""
+    path = tmp_path / "bad.mlirbc"
+    path.write_bytes(_patched(_hand_bytecode(), 333, 0x80))
+    proc = subprocess.run([sys.executable, "-m", "x64guard", "check", str(path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2, f"exit {proc.returncode}: {proc.stderr[-500:]}"
+    assert proc.stderr.strip().splitlines() == [
+        f"x64guard: error: {path}: the MLIR bytecode reader was killed by SIGSEGV on this input (corrupted "
+        "bytecode, or bytecode this jaxlib's MLIR cannot read); x64guard read it in a separate process, so this "
+        "one is unaffected"]
+
+
+@pytest.mark.parametrize("fn", [x64guard.narrow, x64guard.check], ids=["narrow", "check"])
+def test_bytecode_with_a_non_utf8_attribute_name_is_a_value_error(fn):
+    """Hostile-input fuzzer (bit_flip of bytecode:hand.mlirbc, make fuzz SEED=3, binary case
+    33): the module reads, then RuntimeError `nanobind::detail::str_from_cstr_and_size():
+    conversion error!` escaped x64guard's generic rule listing the attribute names."""
+    from x64guard import mlir
+    text = ('func.func @main(%x: tensor<f64>) -> tensor<f64> {\n'
+            '  %0 = "acme.widget"(%x) {kind = f64} : (tensor<f64>) -> tensor<f64>\n'
+            '  return %0 : tensor<f64>\n}')
+    data = mlir.to_bytecode(mlir.load(text)[0]).replace(b"kind", b"k\xeend", 1)
+    with pytest.raises(ValueError, match="^x64guard: the module holds a name that is not valid UTF-8"):
+        fn(data)
+
+
+def test_deeply_nested_tuple_types_are_a_value_error_not_a_crash(tmp_path):
+    """Hostile-input fuzzer: 50,000 nested tuple<...> types crashed the MLIR text parser
+    (SIGSEGV); the nesting guard counted {([ only and now counts <> too."""
+    from tests.reliability import hostile
+    output = _read_in_child(hostile._nest("tuple", 50_000).encode(), tmp_path)
+    assert output.count("ValueError x64guard: the input nests brackets 50001 deep") == 2, output
+
+
+def test_arrows_and_stray_closers_do_not_hide_nesting():
+    """The nesting guard counts conservatively: '->' closes nothing, and closing brackets
+    with no opener (in strings, say) cannot lower the count of what follows them."""
+    from x64guard import mlir
+    depth = mlir.MAX_NESTING + 1
+    hidden = ("->" * 5000 + ")" * 5000 + "<" * depth).encode()
+    assert mlir._max_nesting(hidden) == depth
+    assert mlir._max_nesting(("(" * depth + ")" * depth).encode()) == depth
+    assert mlir._max_nesting(b"(tensor<i32>) -> tensor<i32>" * 2000) == 2  # 6,000 openers, 2 deep

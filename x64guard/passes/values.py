@@ -55,26 +55,39 @@ def narrow_integers(values: np.ndarray, wide: str, narrow: str, overflow: str) -
 
 def narrow_floats(values: np.ndarray, overflow: str) -> NarrowedValues:
     """float64 -> float32, round to nearest even. Finite values beyond float32's range
-    are out of range (saturate: clip to +-max; wrap: IEEE rounding to +-inf)."""
+    are out of range (saturate: clip to +-max; wrap: IEEE rounding to +-inf).
+
+    Only elements that rounded to +-inf (sentinels, out of range) need a second look, and
+    they are few: they are found by index rather than with full-size masks, so narrowing
+    a large constant needs little beyond its float32 copy."""
     values = np.asarray(values, dtype=np.float64)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         narrowed = values.astype(np.float32)
     out = NarrowedValues(values=narrowed)
-    sentinel_mask = np.zeros(values.shape, dtype=bool)
-    for wide_value, narrow_value in FLOAT_SENTINELS.items():
-        mask = values == wide_value
-        if mask.any():
-            sentinel_mask |= mask
-            narrowed[mask] = narrow_value
-    out.sentinels = int(sentinel_mask.sum())
-    bad = np.isfinite(values) & ~np.isfinite(narrowed) & ~sentinel_mask
-    out.out_of_range = int(bad.sum())
-    if out.out_of_range:
-        out.examples = [float(v) for v in values[bad].ravel()[:_EXAMPLES]]
-        if overflow == "saturate":
-            narrowed[bad] = np.copysign(FLOAT32_MAX, values[bad])
-    out.underflow = int(((values != 0) & (narrowed == 0)).sum())
+    rounded_to_inf = np.flatnonzero(np.isinf(narrowed))
+    if rounded_to_inf.size:
+        wide = values.flat[rounded_to_inf]
+        special = ~np.isfinite(wide)  # inf stays inf
+        for wide_value, narrow_value in FLOAT_SENTINELS.items():
+            mask = wide == wide_value
+            narrowed.flat[rounded_to_inf[mask]] = narrow_value
+            out.sentinels += int(mask.sum())
+            special |= mask
+        bad = rounded_to_inf[~special]
+        out.out_of_range = int(bad.size)
+        if bad.size:
+            out.examples = [float(v) for v in values.flat[bad[:_EXAMPLES]]]
+            if overflow == "saturate":
+                narrowed.flat[bad] = np.copysign(FLOAT32_MAX, values.flat[bad])
+    out.underflow = _count_underflow(values, narrowed)
     return out
+
+
+def _count_underflow(values: np.ndarray, narrowed: np.ndarray, chunk: int = 1 << 20) -> int:
+    """Nonzero values that became zero, counted a chunk at a time (no full-size masks)."""
+    wide, narrow = values.ravel(), narrowed.ravel()
+    return sum(int(np.count_nonzero((narrow[i:i + chunk] == 0) & (wide[i:i + chunk] != 0)))
+               for i in range(0, wide.size, chunk))
 
 
 def narrow_complex(values: np.ndarray, overflow: str) -> NarrowedValues:

@@ -33,6 +33,7 @@ def _env() -> dict[str, str]:
         env.pop(name, None)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("JAX_PLATFORMS", "cpu")
+    env["X64GUARD_READER_TIMEOUT"] = "4"  # a looping bytecode reader is stopped sooner than TIMEOUT
     return env
 
 
