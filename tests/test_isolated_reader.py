@@ -111,3 +111,14 @@ def test_a_forked_child_uses_its_own_reader(bytecode):
 def _vet_in_child(data: bytes):
     verdict = isolated_reader.vet_bytes(data)
     return isolated_reader.reader_pid(), verdict
+
+
+def test_a_reader_that_cannot_start_is_a_value_error_not_a_hang(bytecode, monkeypatch):
+    import sys
+    isolated_reader._reader.close()
+    monkeypatch.setattr(isolated_reader, "READER_COMMAND", (sys.executable, "-c", "pass"))
+    with pytest.raises(ValueError, match="^x64guard: the bytecode reader process did not start"):
+        x64guard.narrow(bytecode)
+    assert x64guard.check(bytecode, trusted=True).findings
+    monkeypatch.undo()
+    assert isolated_reader.vet_bytes(bytecode) is None

@@ -37,6 +37,8 @@ from pathlib import Path
 # stopped). $X64GUARD_READER_TIMEOUT replaces the base (tests use a few seconds).
 BASE_TIMEOUT_S = 30.0
 TIMEOUT_S_PER_MB = 0.25
+STARTUP_TIMEOUT_S = 120.0  # importing jax on a loaded machine; not counted in a request's time
+_READY = b'{"ready": true}\n'
 _HEADER = struct.Struct("<cQ")
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[1])
 READER_COMMAND = (sys.executable, "-m", "x64guard.isolated_reader", "serve")
@@ -59,6 +61,10 @@ class _Reader:
         """None if the reader read the input cleanly, else the reason it could not."""
         with self._lock:
             proc = self._running()
+            if proc is None:
+                return ("x64guard: the bytecode reader process did not start (it exited, or was not ready within "
+                        f"{STARTUP_TIMEOUT_S:.0f} s), so x64guard did not read this bytecode; pass trusted=True "
+                        "to read bytecode you produced yourself in this process")
             try:
                 assert proc.stdin is not None
                 proc.stdin.write(_HEADER.pack(kind, len(payload)))
@@ -76,7 +82,7 @@ class _Reader:
             answer = json.loads(reply)
             return None if answer.get("ok") else str(answer["error"])
 
-    def _running(self) -> subprocess.Popen:
+    def _running(self) -> subprocess.Popen | None:
         if self._owner != os.getpid():  # a forked child: the reader is the parent's
             if self._proc is not None:
                 self._close_pipes(self._proc)  # this process's copies only
@@ -87,8 +93,13 @@ class _Reader:
             env = dict(os.environ)
             env["PYTHONPATH"] = _PACKAGE_PARENT + os.pathsep + env.get("PYTHONPATH", "")
             env.setdefault("JAX_PLATFORMS", "cpu")  # the reader never runs anything
-            self._proc = subprocess.Popen(READER_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=subprocess.DEVNULL, env=env, close_fds=True)
+            proc = subprocess.Popen(READER_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, env=env, close_fds=True)
+            if self._reply(proc, STARTUP_TIMEOUT_S) != _READY:  # imports done: requests are timed from here
+                self._proc = proc
+                self._stop(proc)
+                return None
+            self._proc = proc
         return self._proc
 
     @staticmethod
@@ -153,6 +164,8 @@ class _Reader:
         except (OSError, subprocess.TimeoutExpired):
             proc.kill()
             proc.wait()
+        self._close_pipes(proc)
+        self._proc = None
 
 
 _reader = _Reader()
@@ -193,6 +206,9 @@ def serve() -> int:
     from x64guard import mlir
 
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    mlir.make_context()  # load what reading needs before saying so
+    stdout.write(_READY)
+    stdout.flush()
     while True:
         header = _read_exactly(stdin, _HEADER.size)
         if header is None:
@@ -209,7 +225,9 @@ def serve() -> int:
             del module  # its context (and the input's constants) go with it
             answer = {"ok": True}
         except ValueError as exc:
-            answer = {"error": str(exc)}
+            message = str(exc)
+            answer = {"error": message if message.startswith("x64guard: ") else
+                      f"x64guard: unreadable MLIR bytecode: {message}"}
         except Exception as exc:  # noqa: BLE001 - reported to the caller as unreadable input
             answer = {"error": f"x64guard: unreadable MLIR bytecode: {type(exc).__name__}: {exc}"}
         del payload

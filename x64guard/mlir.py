@@ -203,6 +203,13 @@ def read_bytecode_file(path: str) -> ir.Module:
 
 
 def _read_bytecode(source: "bytes | str", parse) -> tuple[ir.Module, SourceFormat]:
+    try:
+        return _read_bytecode_unguarded(source, parse)
+    except UnicodeDecodeError as exc:  # a name or diagnostic in the input that is not UTF-8
+        raise ValueError(f"x64guard: unreadable MLIR bytecode: text in it is not valid UTF-8 ({exc})") from None
+
+
+def _read_bytecode_unguarded(source: "bytes | str", parse) -> tuple[ir.Module, SourceFormat]:
     with make_context() as context:
         try:
             module = parse()

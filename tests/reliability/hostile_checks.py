@@ -23,8 +23,9 @@ def summarise(records: list[dict]) -> Counter:
 
 def problems(records: list[dict], limit: int = 25) -> list[str]:
     """Every case that crashed, hung, raised something other than ValueError (X64GuardError
-    is one), returned an unusable result, or tripped the audit hook (eval/exec/compile/
-    unpickling/subprocess while reading input)."""
+    is one) or a ValueError without an "x64guard: ..." message, returned an unusable
+    result, or tripped the audit hook (eval/exec/compile/unpickling/subprocess while
+    reading input)."""
     found = []
     for record in records:
         where = f"case {record['index']}"
@@ -32,7 +33,7 @@ def problems(records: list[dict], limit: int = 25) -> list[str]:
             found.append(f"{where}: the child {record['crash']} ({record.get('stderr', '')[-300:]!r})")
             continue
         for api in ("narrow", "check"):
-            if record[api].startswith("UNEXPECTED"):
+            if record[api].startswith("UNEXPECTED") or "(foreign message)" in record[api]:
                 found.append(f"{where} [{record['case']}] {api}: {record[api].splitlines()[0][:240]}")
         if record.get("audit"):
             found.append(f"{where} [{record['case']}]: audit events while reading input: {record['audit']}")

@@ -443,3 +443,29 @@ def test_arrows_and_stray_closers_do_not_hide_nesting():
     assert mlir._max_nesting(hidden) == depth
     assert mlir._max_nesting(("(" * depth + ")" * depth).encode()) == depth
     assert mlir._max_nesting(b"(tensor<i32>) -> tensor<i32>" * 2000) == 2  # 6,000 openers, 2 deep
+
+
+NON_UTF8_DIAGNOSTIC_BYTECODE = (
+    "TUzvUg1NTElSMjMuMC4wZ2l0AAEzCQEFCQ0XAQMTAwUHFwUPGx8jJxcrLwcDMQOJXxsBWwsTExMTCw8LEwsLCxMTExPPC08TE48T"
+    "LxMTDxMTExMTLxMTExMLCxMTLxMTEwUFCwsBGxcPExMHDw8nCxcHDwsCDgUFGxcjBwkXARU5FwEVSwMDCw0FHRENBQUfFwEFAw0P"
+    "BSEFIxcBBwcXAQc1FwEHbRcBB5MlB2EAAAAAAADwPwAAAAAAAABAAAAAAAAACEAAAAAAAAAAgAAAAAAAABRAAAAAAAAAGEAFJSUF"
+    "IQEAAAAAAAAAAgAAAAAAAAAXAQ0VFwEPFSUBQQAAAAAAAPg/AAAAAAAABMAAAAAAAADwf////////+9/FwERFSUDEQAAAAAAAAAA"
+    "FwETFRcBFRkhBQEXAS0VFwEvFRcBMRUXATMVFwE1CyUDEQEAAAAAAAAAFwEhHRcBIxsXASUbAwNLTQUnDQkXAScZFwEpDyUDEQMA"
+    "AAAAAAAAFwEZHRcBGxkXAR0PBwcFCxsFCQkJGwELGwMJCxsDDRENAQIEAQICBQcHBQEHBwUBEwkbBQkJFQsbARkBCQT+AgUBUREJ"
+    "AQcE1gIDAQUDUBkDBwSqAgMfMwcPGwsdAx8AB0IDBQMHCQYDAwcFAQcHQicHAwULBikDBQUDCwdCLQkDAQdCMQsDAxEWMwUDAQUR"
+    "BQkDCQ8FBwUDBwAHQlUNAwMTRlcPAxcFHyMPBFkDJQMNFwUHBQMHAAdCQxEDAwkGRQMDBR8jCwZHAwEFIQ8VB09JAwEDJw8EUQUl"
+    "KQdCNxMDBQkGOQMFBQ0XDQY7AxMDFQ0GPQMBAxsFBD8HCRkdBg0BAQMpMQCFMRHLESHLy8vLy8sDAAAAAAAAAAQAAAAAAAAAALoC"
+    "Kw0LEw8LCykFDxENERMJEw8PCxULEWJ1aWx0aW4AZvVuYwBzdGFibGVobG8AYWNtZQBtb2R1bGUAcmV0dXJuAGNvbnN0YW50AGFk"
+    "ZABtdWx0aXBseQBjb252ZXJ0AHdoaWxlAGNvbXBhcmUAd2lkZ2V0AC0AbWhsby5udW1fcGFydGl0aW9ucwBzZWVkAG1haW4AcnVi"
+    "bGljAG1vZGVsLnB5AGtpbmQAYmxvYjEACDkVBR8BDQETAQEVLwMhAyUDKwMvA1MFt10DQQM1")
+
+
+@pytest.mark.parametrize("trusted", [False, True], ids=["vetted", "trusted"])
+def test_bytecode_whose_text_is_not_utf8_is_an_x64guard_value_error(trusted):
+    """`make fuzz` SEED=7 (bit_flip of bytecode:hand.mlirbc, binary case 1610): the reader
+    raised a bare UnicodeDecodeError ("'utf-8' codec can't decode byte 0xf5 ..."), a
+    ValueError without x64guard's message."""
+    data = base64.b64decode(NON_UTF8_DIAGNOSTIC_BYTECODE)
+    for fn in (x64guard.narrow, x64guard.check):
+        with pytest.raises(ValueError, match="^x64guard: unreadable MLIR bytecode: text in it is not valid UTF-8"):
+            fn(data, trusted=trusted)
