@@ -13,18 +13,12 @@ import pytest
 
 import x64guard
 from tests.reliability import hostile
-from x64guard import isolated_reader, mlir
+from x64guard import isolated_reader
 
 
 @pytest.fixture(scope="module")
 def bytecode() -> bytes:
-    return mlir.to_bytecode(mlir.load(hostile.HAND_WRITTEN.strip())[0])
-
-
-def _patched(data: bytes, offset: int, value: int) -> bytes:
-    out = bytearray(data)
-    out[offset] = value
-    return bytes(out)
+    return hostile.hand_written_bytecode()
 
 
 def test_valid_bytecode_is_vetted_by_one_long_lived_process(bytecode):
@@ -45,7 +39,7 @@ def test_unreadable_bytecode_is_reported_without_killing_the_reader(bytecode):
 
 
 def test_a_crash_is_a_value_error_and_the_next_call_gets_a_fresh_reader(bytecode):
-    crashing = _patched(bytecode, 333, 0x80)  # SIGSEGV in jaxlib's reader (test_fuzz_regressions)
+    crashing = hostile.patched(bytecode, 333, 0x80)  # SIGSEGV in jaxlib's reader (test_fuzz_regressions)
     isolated_reader.vet_bytes(bytecode)
     pid = isolated_reader.reader_pid()
     with pytest.raises(ValueError, match="^x64guard: the MLIR bytecode reader was killed by SIGSEGV"):
@@ -83,7 +77,7 @@ def test_files_are_vetted_by_path(bytecode, tmp_path):
     path = tmp_path / "module.mlirbc"
     path.write_bytes(bytecode)
     assert isolated_reader.vet_file(path) is None
-    path.write_bytes(_patched(bytecode, 333, 0x80))
+    path.write_bytes(hostile.patched(bytecode, 333, 0x80))
     assert "SIGSEGV" in isolated_reader.vet_file(path)
 
 

@@ -26,14 +26,24 @@ def check_jax_version() -> None:
     import jax
     import jaxlib
 
-    low, high = TESTED_JAX
-    for name, version in (("jax", jax.__version__), ("jaxlib", jaxlib.__version__)):
-        if not (low <= version_tuple(version) < high) and not os.environ.get(ALLOW_UNTESTED_ENV):
-            raise ImportError(
-                f"x64guard is tested with {name} >= {'.'.join(map(str, low))} and < "
-                f"{'.'.join(map(str, high))}, but {name} {version} is installed. Its MLIR bindings change "
-                f"between releases; install a tested version (pip install 'jax>=0.10,<0.11' 'jaxlib>=0.10,<0.11') "
-                f"or set {ALLOW_UNTESTED_ENV}=1 to try anyway.")
+    require_tested_versions(
+        {"jax": jax.__version__, "jaxlib": jaxlib.__version__}, TESTED_JAX, ALLOW_UNTESTED_ENV,
+        "x64guard is tested with {name} >= {low} and < {high}, but {name} {version} is installed. Its MLIR "
+        "bindings change between releases; install a tested version (pip install 'jax>=0.10,<0.11' "
+        "'jaxlib>=0.10,<0.11') or set {env}=1 to try anyway.")
+
+
+def require_tested_versions(versions: dict[str, str], tested: tuple[tuple[int, ...], tuple[int, ...]],
+                            allow_env: str, message: str) -> None:
+    """ImportError(`message`) for the first package outside `tested` = [low, high),
+    unless $`allow_env` is set. `message` may use {name} {version} {low} {high} {env}."""
+    low, high = tested
+    if os.environ.get(allow_env):
+        return
+    for name, version in versions.items():
+        if not (low <= version_tuple(version) < high):
+            raise ImportError(message.format(name=name, version=version, low=".".join(map(str, low)),
+                                             high=".".join(map(str, high)), env=allow_env))
 
 
 def compile_stablehlo(module, platform: str = "cpu"):

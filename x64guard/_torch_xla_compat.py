@@ -12,10 +12,9 @@ x64guard/torch_xla.py.
 from __future__ import annotations
 
 import contextlib
-import os
 from typing import Iterator, Sequence
 
-from x64guard._compat import version_tuple
+from x64guard._compat import require_tested_versions
 
 TESTED_TORCH_XLA = ((2, 9, 0), (2, 10, 0))  # [low, high), for torch and torch-xla alike
 ALLOW_UNTESTED_ENV = "X64GUARD_ALLOW_UNTESTED_TORCH_XLA"
@@ -25,15 +24,12 @@ def check_torch_xla_version() -> None:
     import torch
     import torch_xla
 
-    low, high = TESTED_TORCH_XLA
-    for name, version in (("torch", torch.__version__), ("torch-xla", torch_xla.__version__)):
-        if not (low <= version_tuple(version) < high) and not os.environ.get(ALLOW_UNTESTED_ENV):
-            raise ImportError(
-                f"x64guard.torch_xla is tested with {name} >= {'.'.join(map(str, low))} and < "
-                f"{'.'.join(map(str, high))}, but {name} {version} is installed. It uses torch-xla's private "
-                f"graph calls (torch_xla._XLAC), which change between releases; install the tested pair "
-                f"(pip install 'x64guard[torch-xla]', i.e. torch==2.9.0 torch-xla==2.9.0) or set "
-                f"{ALLOW_UNTESTED_ENV}=1 to try anyway.")
+    require_tested_versions(
+        {"torch": torch.__version__, "torch-xla": torch_xla.__version__}, TESTED_TORCH_XLA, ALLOW_UNTESTED_ENV,
+        "x64guard.torch_xla is tested with {name} >= {low} and < {high}, but {name} {version} is installed. It "
+        "uses torch-xla's private graph calls (torch_xla._XLAC), which change between releases; install the "
+        "tested pair (pip install 'x64guard[torch-xla]', i.e. torch==2.9.0 torch-xla==2.9.0) or set {env}=1 "
+        "to try anyway.")
 
 
 def _xlac():

@@ -72,13 +72,14 @@ class _Reader:
                 proc.stdin.flush()
             except (BrokenPipeError, OSError):
                 return self._died(proc)
-            reply = self._reply(proc, timeout_for(size))
-            if reply is None:
-                return self._died(proc)
-            if reply == b"TIMEOUT":
+            try:
+                reply = self._reply(proc, timeout_for(size))
+            except TimeoutError:
                 self._stop(proc)
                 return (f"x64guard: the MLIR bytecode reader did not finish within {timeout_for(size):.0f} s on this input "
                         "(corrupted bytecode can make it loop); x64guard stopped it in its separate process")
+            if reply is None:
+                return self._died(proc)
             answer = json.loads(reply)
             return None if answer.get("ok") else str(answer["error"])
 
@@ -95,7 +96,11 @@ class _Reader:
             env.setdefault("JAX_PLATFORMS", "cpu")  # the reader never runs anything
             proc = subprocess.Popen(READER_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.DEVNULL, env=env, close_fds=True)
-            if self._reply(proc, STARTUP_TIMEOUT_S) != _READY:  # imports done: requests are timed from here
+            try:
+                ready = self._reply(proc, STARTUP_TIMEOUT_S) == _READY  # imports done: requests are timed from here
+            except TimeoutError:
+                ready = False
+            if not ready:
                 self._proc = proc
                 self._stop(proc)
                 return None
@@ -104,7 +109,7 @@ class _Reader:
 
     @staticmethod
     def _reply(proc: subprocess.Popen, timeout: float) -> bytes | None:
-        """The reply line; None if the reader died; b"TIMEOUT" if it took too long."""
+        """The reply line; None if the reader died; TimeoutError if it took too long."""
         assert proc.stdout is not None
         fd = proc.stdout.fileno()
         deadline = time.monotonic() + timeout
@@ -112,7 +117,7 @@ class _Reader:
         while not line.endswith(b"\n"):
             left = deadline - time.monotonic()
             if left <= 0:
-                return b"TIMEOUT"
+                raise TimeoutError
             ready, _, _ = select.select([fd], [], [], min(left, 1.0))
             if ready:
                 chunk = os.read(fd, 65536)
@@ -218,10 +223,7 @@ def serve() -> int:
         if payload is None:
             return 0
         try:
-            if kind == b"P":
-                module = mlir.read_bytecode_file(os.fsdecode(payload))
-            else:
-                module = mlir.read_bytecode(payload)
+            module = mlir.read_bytecode(os.fsdecode(payload) if kind == b"P" else payload)
             del module  # its context (and the input's constants) go with it
             answer = {"ok": True}
         except ValueError as exc:

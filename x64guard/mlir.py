@@ -150,28 +150,25 @@ def _parse_bytes(data: bytes, trusted: bool) -> tuple[ir.Module, SourceFormat]:
         return _parse_text(_decode_text(data)), SourceFormat.TEXT
     if not trusted:
         _raise_if_unsafe(isolated_reader.vet_bytes(data))
-    return _read_bytecode(data, lambda: ir.Module.parse(data))
+    return _read_bytecode(data)
 
 
 def _parse_file(path: str, trusted: bool) -> tuple[ir.Module, SourceFormat]:
-    """A file, parsed by MLIR itself: a large bytecode file is never copied into Python."""
+    """A file. Bytecode is parsed by MLIR itself, so a large file is never copied into
+    Python; anything else is read and handled as bytes are."""
     try:
         with open(path, "rb") as stream:
             head = stream.read(len(BYTECODE_MAGIC))
             if head != BYTECODE_MAGIC:
-                data = head + stream.read()
+                return _parse_bytes(head + stream.read(), trusted)
     except OSError as exc:
         raise ValueError(f"x64guard: cannot read {path}: {exc.strerror or exc}") from None
-    if head != BYTECODE_MAGIC:
-        if not data.strip():
-            raise ValueError("x64guard: the input is empty (no MLIR module to read)")
-        return _parse_text(_decode_text(data)), SourceFormat.TEXT
     if not trusted:
         before = _identity(path)
         _raise_if_unsafe(isolated_reader.vet_file(path))
         if _identity(path) != before:  # what was vetted must be what is read
             raise ValueError(f"x64guard: {path} changed while x64guard was reading it")
-    return _read_bytecode(path, lambda: ir.Module.parseFile(path))
+    return _read_bytecode(path)
 
 
 def _identity(path: str) -> tuple:
@@ -191,42 +188,35 @@ def _raise_if_unsafe(reason: str | None) -> None:
         raise ValueError(reason)
 
 
-def read_bytecode(data: bytes) -> ir.Module:
-    """Bytecode or a portable artifact, read in this process (what the isolated reader
-    runs; a corrupted input can crash the process calling this)."""
-    return _read_bytecode(data, lambda: ir.Module.parse(data))[0]
+def read_bytecode(source: "bytes | str") -> ir.Module:
+    """Bytecode or a portable artifact (bytes, or a file's path as str), read in this
+    process: what the isolated reader runs. Corrupted input can crash the calling process."""
+    return _read_bytecode(source)[0]
 
 
-def read_bytecode_file(path: str) -> ir.Module:
-    """As `read_bytecode`, from a file."""
-    return _read_bytecode(path, lambda: ir.Module.parseFile(path))[0]
-
-
-def _read_bytecode(source: "bytes | str", parse) -> tuple[ir.Module, SourceFormat]:
+def _read_bytecode(source: "bytes | str") -> tuple[ir.Module, SourceFormat]:
     try:
-        return _read_bytecode_unguarded(source, parse)
+        with make_context() as context:
+            try:
+                module = ir.Module.parseFile(source) if isinstance(source, str) else ir.Module.parse(source)
+            except ir.MLIRError as exc:
+                raise ValueError(f"x64guard: unreadable MLIR bytecode: {_first_diagnostic(exc)}") from None
+            except UnicodeDecodeError:
+                raise
+            except (ValueError, RuntimeError) as exc:  # e.g. "SmallVector unable to grow" from the reader
+                raise ValueError(f"x64guard: unreadable MLIR bytecode: {exc}") from None
+            if not _is_vhlo(module):
+                return module, SourceFormat.BYTECODE
+            data = source if isinstance(source, bytes) else Path(source).read_bytes()
+            try:
+                module = jex_mlir.deserialize_portable_artifact(data, context)
+            except Exception as exc:  # the bindings raise plain Exceptions here
+                raise ValueError(f"x64guard: unreadable StableHLO portable artifact: {exc}") from None
+            if not isinstance(module, ir.Module):
+                module = ir.Module.parse(module)
+            return module, SourceFormat.PORTABLE_ARTIFACT
     except UnicodeDecodeError as exc:  # a name or diagnostic in the input that is not UTF-8
         raise ValueError(f"x64guard: unreadable MLIR bytecode: text in it is not valid UTF-8 ({exc})") from None
-
-
-def _read_bytecode_unguarded(source: "bytes | str", parse) -> tuple[ir.Module, SourceFormat]:
-    with make_context() as context:
-        try:
-            module = parse()
-        except ir.MLIRError as exc:
-            raise ValueError(f"x64guard: unreadable MLIR bytecode: {_first_diagnostic(exc)}") from None
-        except (ValueError, RuntimeError) as exc:  # e.g. "SmallVector unable to grow" from the reader
-            raise ValueError(f"x64guard: unreadable MLIR bytecode: {exc}") from None
-        if not _is_vhlo(module):
-            return module, SourceFormat.BYTECODE
-        data = source if isinstance(source, bytes) else Path(source).read_bytes()
-        try:
-            module = jex_mlir.deserialize_portable_artifact(data, context)
-        except Exception as exc:  # the bindings raise plain Exceptions here
-            raise ValueError(f"x64guard: unreadable StableHLO portable artifact: {exc}") from None
-        if not isinstance(module, ir.Module):
-            module = ir.Module.parse(module)
-        return module, SourceFormat.PORTABLE_ARTIFACT
 
 
 def _is_vhlo(module: ir.Module) -> bool:
@@ -260,5 +250,4 @@ def to_portable_artifact(module: ir.Module, target: str | None = None) -> bytes:
 
 
 __all__ = ["SourceFormat", "X64GuardError", "load", "clone", "to_text", "to_bytecode",
-           "to_portable_artifact", "make_context", "read_bytecode",
-           "read_bytecode_file"]
+           "to_portable_artifact", "make_context", "read_bytecode"]

@@ -299,6 +299,19 @@ module @seed attributes {mhlo.num_partitions = 1 : i32} {
 """
 
 
+def hand_written_bytecode() -> bytes:
+    """HAND_WRITTEN as MLIR bytecode: the seed the named bytecode regressions patch."""
+    from x64guard import mlir
+    return mlir.to_bytecode(mlir.load(HAND_WRITTEN.strip())[0])
+
+
+def patched(data: bytes, offset: int, value: int) -> bytes:
+    """`data` with the byte at `offset` set to `value`."""
+    out = bytearray(data)
+    out[offset] = value
+    return bytes(out)
+
+
 def _jax_seed_function():
     import jax.numpy as jnp
     from jax import lax

@@ -21,6 +21,7 @@ import pytest
 import x64guard
 from tests.corpus.oracle import lower_x64
 from tests.reliability.differential import check_program, classify_mismatch
+from tests.reliability import hostile
 from tests.reliability.grammar import Input, Node, Program
 
 pytestmark = pytest.mark.filterwarnings("ignore::x64guard.X64GuardWarning")
@@ -238,7 +239,6 @@ def test_deep_nesting_is_a_value_error_not_a_crash():
 
 def test_narrow_on_nested_tuple_types_is_a_value_error():
     """x64guard's type converter recursed in Python per tuple level: RecursionError."""
-    from tests.reliability import hostile
     with pytest.raises(ValueError, match="^x64guard: "):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -277,19 +277,6 @@ for fn in (x64guard.narrow, x64guard.check):
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _hand_bytecode() -> bytes:
-    from tests.reliability import hostile
-    from x64guard import mlir
-    module, _ = mlir.load(hostile.HAND_WRITTEN.strip())
-    return mlir.to_bytecode(module)
-
-
-def _patched(data: bytes, offset: int, value: int) -> bytes:
-    out = bytearray(data)
-    out[offset] = value
-    return bytes(out)
-
-
 def _read_in_child(data: bytes, tmp_path: Path) -> str:
     path = tmp_path / "case.mlirbc"
     path.write_bytes(data)
@@ -307,23 +294,23 @@ def test_bytecode_with_a_non_utf8_op_name_is_a_value_error(tmp_path):
     """Hostile-input fuzzer (byte_flip of bytecode, cases 256/287/...): SIGABRT
     (`nanobind ... str_from_cstr_and_size(): conversion error!` while the reader built a
     diagnostic)."""
-    output = _read_in_child(_hand_bytecode().replace(b"multiply", b"\xa6ultiply", 1), tmp_path)
+    output = _read_in_child(hostile.hand_written_bytecode().replace(b"multiply", b"\xa6ultiply", 1), tmp_path)
     assert output.count("ValueError x64guard: the MLIR bytecode reader was killed by SIGABRT") == 2, output
 
 
 def test_bytecode_with_one_flipped_byte_is_a_value_error_not_a_segfault(tmp_path):
     """Hostile-input fuzzer (byte_flip of bytecode:hand.mlirbc, case 1691): byte 333 of the
     hand-written seed's bytecode 0x11 -> 0x80 made the reader SIGSEGV."""
-    data = _hand_bytecode()
+    data = hostile.hand_written_bytecode()
     assert data[333] == 0x11
-    output = _read_in_child(_patched(data, 333, 0x80), tmp_path)
+    output = _read_in_child(hostile.patched(data, 333, 0x80), tmp_path)
     assert output.count("ValueError x64guard: the MLIR bytecode reader was killed by SIGSEGV") == 2, output
 
 
 def test_bytecode_reader_errors_carry_an_x64guard_message(tmp_path):
     """Hostile-input fuzzer (bytecode_header, case 188): a raw ValueError ('SmallVector
     unable to grow ...') escaped the bytecode reader unexplained."""
-    output = _read_in_child(_patched(_hand_bytecode(), 21, 0x00), tmp_path)
+    output = _read_in_child(hostile.patched(hostile.hand_written_bytecode(), 21, 0x00), tmp_path)
     assert output.count("ValueError x64guard: unreadable MLIR bytecode") == 2, output
 
 
@@ -402,7 +389,7 @@ def test_bytecode_that_makes_the_reader_loop_is_stopped(tmp_path):
 def test_command_line_on_a_segfaulting_bytecode_exits_2(tmp_path):
     """Command-line fuzzer (case 92): `x64guard check` exited -11."""
     path = tmp_path / "bad.mlirbc"
-    path.write_bytes(_patched(_hand_bytecode(), 333, 0x80))
+    path.write_bytes(hostile.patched(hostile.hand_written_bytecode(), 333, 0x80))
     proc = subprocess.run([sys.executable, "-m", "x64guard", "check", str(path)], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 2, f"exit {proc.returncode}: {proc.stderr[-500:]}"
@@ -429,7 +416,6 @@ def test_bytecode_with_a_non_utf8_attribute_name_is_a_value_error(fn):
 def test_deeply_nested_tuple_types_are_a_value_error_not_a_crash(tmp_path):
     """Hostile-input fuzzer: 50,000 nested tuple<...> types crashed the MLIR text parser
     (SIGSEGV); the nesting guard counted {([ only and now counts <> too."""
-    from tests.reliability import hostile
     output = _read_in_child(hostile._nest("tuple", 50_000).encode(), tmp_path)
     assert output.count("ValueError x64guard: the input nests brackets 50001 deep") == 2, output
 
