@@ -14,7 +14,7 @@ $(PY):
 # torch 2.9.0 + torch-xla 2.9.0 come from the package index (several GB the first time;
 # pip's cache makes a repeat install of a fresh .venv take about 90 s).
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e ".[test,torch-xla]"
+	$(PY) -m pip install --quiet -e ".[test,torch-xla,ecosystem,torch-models]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -28,7 +28,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider
 
 $(VENV)/.x64guard-bench: pyproject.toml | $(STAMP)
-	$(PY) -m pip install --quiet -e ".[test,torch-xla,bench]"
+	$(PY) -m pip install --quiet -e ".[test,torch-xla,ecosystem,torch-models,bench]"
 	touch $@
 
 # Longer fuzzing than `make test` runs: `make fuzz N=2000 [SEED=123]`. N differential programs,
