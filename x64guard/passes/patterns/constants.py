@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import numpy as np
 from jax.extend.mlir import ir
 
 from x64guard.findings import Severity
 from x64guard.passes.constant_io import UnreadableConstant, element_of, read_constant, scalar_attr, write_constant
 from x64guard.passes.rewriter import RewritePattern, Rewriter
 from x64guard.passes.tables import CONSTANT_OPS
-from x64guard.passes.values import exact_scalar, narrow_scalar, narrow_values
+from x64guard.passes.values import NarrowedValues, exact_scalar, narrow_scalar, narrow_values
 
 _POLICY_HINT = ("keep this computation in 64 bits (mode='allow'), change the constant, or accept "
                 "the change explicitly with overflow='saturate' or overflow='wrap'")
+# Why a value collapsing onto a boundary matters, and what to do: the same words for 0 and +-1.
+_BOUNDARY_HINT = ("A literal written in the program rounds the same way when JAX traces with x64 off; a value "
+                  "derived from the 64-bit type (a finfo(float64) expression x64guard's table does not know) "
+                  "is float32's counterpart there instead, and code that clips to it can now reach the "
+                  "boundary (log(0), division by zero). Derive such constants from the data's dtype "
+                  "(jnp.finfo(x.dtype)), or keep this computation in 64 bits (mode='allow')")
 
 
 class NarrowConstant(RewritePattern):
@@ -25,7 +32,6 @@ class NarrowConstant(RewritePattern):
         if self._narrow_clean_splat(op, rw, new_type):
             return True
         wide = rw.converter.element_spelling(old_type)
-        narrow = rw.converter.element_spelling(new_type)
         try:
             values, splat = read_constant(op, old_type)
         except UnreadableConstant as exc:
@@ -33,18 +39,7 @@ class NarrowConstant(RewritePattern):
                       f"x64guard cannot read this {wide} constant ({exc}), so it cannot narrow it safely; "
                       "keep the module in 64 bits (mode='allow')")
             return True
-        if splat:
-            result = narrow_scalar(values.item(), wide, narrow, rw.overflow)
-        else:
-            result = narrow_values(values, wide, narrow, rw.overflow)
-        if result.out_of_range:
-            self._report_out_of_range(op, rw, wide, narrow, result)
-        if result.underflow:
-            rw.report("constant-underflow", Severity.WARNING, op,
-                      f"{result.underflow} nonzero {wide} value(s) are below {narrow}'s range and become 0 "
-                      "(as they do when JAX traces with x64 off)")
-        if not rw.dry_run:
-            write_constant(op, result.values, splat, new_type)
+        narrow_and_write(op, rw, values, splat, new_type)
         return True
 
     @staticmethod
@@ -69,14 +64,41 @@ class NarrowConstant(RewritePattern):
             op.attributes["value"] = narrowed
         return True
 
-    @staticmethod
-    def _report_out_of_range(op, rw, wide, narrow, result) -> None:
-        examples = ", ".join(repr(v) for v in result.examples)
-        kind = "constant-overflow" if wide in ("f64", "complex<f64>") else "constant-out-of-range"
-        what = f"{result.out_of_range} value(s) ({examples}) do not fit in {narrow}"
-        if rw.overflow == "error":
-            rw.report(kind, Severity.ERROR, op, f"{what}; {_POLICY_HINT}")
-        else:
-            verb = "saturated to" if rw.overflow == "saturate" else "wrapped into"
-            rw.report(kind, Severity.WARNING, op,
-                      f"{what}: {verb} {narrow} as requested by overflow='{rw.overflow}'; results change")
+
+def narrow_and_write(op: ir.Operation, rw: Rewriter, values: np.ndarray, splat: bool, new_type: ir.Type) -> None:
+    """Narrow the 64-bit `values` of constant `op`, report what was lossy, and (unless in a
+    dry run) write them with the narrowed type. Shared by the rules that rewrite constants."""
+    wide = rw.converter.element_spelling(rw.result_types[0])
+    narrow = rw.converter.element_spelling(new_type)
+    if splat:
+        result = narrow_scalar(values.item(), wide, narrow, rw.overflow)
+    else:
+        result = narrow_values(values, wide, narrow, rw.overflow)
+    if result.out_of_range:
+        _report_out_of_range(op, rw, wide, narrow, result)
+    if result.underflow:
+        rw.report("constant-underflow", Severity.WARNING, op,
+                  f"{result.underflow} nonzero {wide} value(s) ({_examples(result.underflow_examples)}) are "
+                  f"below {narrow}'s smallest subnormal and become 0. {_BOUNDARY_HINT}")
+    if result.to_one:
+        rw.report("constant-collapse", Severity.WARNING, op,
+                  f"{result.to_one} {wide} value(s) ({_examples(result.to_one_examples)}) differ from +-1.0 by "
+                  f"less than {narrow}'s precision and become exactly +-1.0. {_BOUNDARY_HINT}")
+    if not rw.dry_run:
+        write_constant(op, result.values, splat, new_type)
+
+
+def _examples(values: list) -> str:
+    return ", ".join(repr(v) for v in values)
+
+
+def _report_out_of_range(op: ir.Operation, rw: Rewriter, wide: str, narrow: str, result: NarrowedValues) -> None:
+    examples = _examples(result.examples)
+    kind = "constant-overflow" if wide in ("f64", "complex<f64>") else "constant-out-of-range"
+    what = f"{result.out_of_range} value(s) ({examples}) do not fit in {narrow}"
+    if rw.overflow == "error":
+        rw.report(kind, Severity.ERROR, op, f"{what}; {_POLICY_HINT}")
+    else:
+        verb = "saturated to" if rw.overflow == "saturate" else "wrapped into"
+        rw.report(kind, Severity.WARNING, op,
+                  f"{what}: {verb} {narrow} as requested by overflow='{rw.overflow}'; results change")
