@@ -8,7 +8,7 @@ from jax.extend.mlir import ir
 from x64guard.findings import Severity
 from x64guard.passes.constant_io import UnreadableConstant, element_of, read_constant, scalar_attr, write_constant
 from x64guard.passes.rewriter import RewritePattern, Rewriter
-from x64guard.passes.tables import CONSTANT_OPS
+from x64guard.passes.tables import CONSTANT_OPS, dtype_constant
 from x64guard.passes.values import NarrowedValues, exact_scalar, narrow_scalar, narrow_values
 
 _POLICY_HINT = ("keep this computation in 64 bits (mode='allow'), change the constant, or accept "
@@ -21,31 +21,19 @@ _BOUNDARY_HINT = ("A literal written in the program rounds the same way when JAX
                   "(jnp.finfo(x.dtype)), or keep this computation in 64 bits (mode='allow')")
 
 
-class NarrowConstant(RewritePattern):
+class NarrowCleanSplat(RewritePattern):
+    """The common case first: a splat that narrows exactly, needs no report and is no
+    dtype-derived constant (those are ReplaceDtypeConstants' job)."""
+
     op_names = CONSTANT_OPS
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        old_type = rw.result_types[0]
-        new_type = rw.converter.convert(old_type)
-        if new_type is None:
-            return False
-        if self._narrow_clean_splat(op, rw, new_type):
-            return True
-        wide = rw.converter.element_spelling(old_type)
-        try:
-            values, splat = read_constant(op, old_type)
-        except UnreadableConstant as exc:
-            rw.report("constant-unreadable", Severity.ERROR, op,
-                      f"x64guard cannot read this {wide} constant ({exc}), so it cannot narrow it safely; "
-                      "keep the module in 64 bits (mode='allow')")
-            return True
-        narrow_and_write(op, rw, values, splat, new_type)
-        return True
+        new_type = rw.converter.convert(rw.result_types[0])
+        return new_type is not None and self._narrow_clean_splat(op, rw, new_type)
 
     @staticmethod
     def _narrow_clean_splat(op: ir.Operation, rw: Rewriter, new_type: ir.Type) -> bool:
-        """Fast path for the common case, a splat that narrows exactly. Memoized per
-        (attribute, type): MLIR attributes are uniqued, modules repeat 0, 1, -inf."""
+        """Memoized per (attribute, type): MLIR attributes are uniqued, modules repeat 0, 1, -inf."""
         try:
             attr = op.attributes["value"]
         except TypeError:  # complex: the general path reads it
@@ -56,12 +44,35 @@ class NarrowConstant(RewritePattern):
         narrowed = rw.splat_cache.get(key)
         if narrowed is None:
             element = new_type.element_type
-            value = exact_scalar(attr.get_splat_value().value, rw.converter.element_spelling(new_type))
-            if value is None:
-                return False  # the general path narrows and reports it
+            wide = attr.get_splat_value().value
+            value = exact_scalar(wide, rw.converter.element_spelling(new_type))
+            if value is None or isinstance(wide, float) and dtype_constant(wide) is not None:
+                return False  # the later rules narrow and report it
             narrowed = rw.splat_cache[key] = ir.DenseElementsAttr.get_splat(new_type, scalar_attr(element, value))
         if not rw.dry_run:
             op.attributes["value"] = narrowed
+        return True
+
+
+class NarrowConstant(RewritePattern):
+    """Any other constant: read, narrowed value by value, lossy changes reported."""
+
+    op_names = CONSTANT_OPS
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        old_type = rw.result_types[0]
+        new_type = rw.converter.convert(old_type)
+        if new_type is None:
+            return False
+        wide = rw.converter.element_spelling(old_type)
+        try:
+            values, splat = read_constant(op, old_type)
+        except UnreadableConstant as exc:
+            rw.report("constant-unreadable", Severity.ERROR, op,
+                      f"x64guard cannot read this {wide} constant ({exc}), so it cannot narrow it safely; "
+                      "keep the module in 64 bits (mode='allow')")
+            return True
+        narrow_and_write(op, rw, values, splat, new_type)
         return True
 
 

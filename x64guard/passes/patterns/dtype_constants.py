@@ -41,8 +41,6 @@ class ReplaceDtypeConstants(RewritePattern):
         except TypeError:  # complex dense attributes: read from their printed form below
             attr = None
         if isinstance(attr, ir.DenseFPElementsAttr) and attr.is_splat or isinstance(attr, ir.FloatAttr):
-            if isinstance(attr, ir.DenseFPElementsAttr) and (attr, new_type) in rw.splat_cache:
-                return False  # narrowed cleanly before: not a dtype constant
             value = attr.get_splat_value().value if isinstance(attr, ir.DenseFPElementsAttr) else attr.value
             row = dtype_constant(value)
             if row is None:
