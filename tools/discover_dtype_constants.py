@@ -352,6 +352,33 @@ def _random_programs() -> list[Program]:
     ]]
 
 
+def _integer_programs() -> list[Program]:
+    """int64 code: iinfo bounds, shifts, reductions' init values, integer special cases."""
+    def ints(*values):
+        return lambda _fd, idt: tuple(np.asarray(v, idt) for v in values)
+
+    n = [-7, 0, 3, 1000, 12]
+    return [
+        Program("jnp.int", name, fn, args) for name, fn, args in [
+            ("argmax_argmin_max", lambda v: (jnp.argmax(v), jnp.argmin(v), jnp.max(v), jnp.min(v)), ints(n)),
+            ("cumsum_cumprod_sort", lambda v: (jnp.cumsum(v), jnp.cumprod(v), jnp.sort(v)), ints(n)),
+            ("floor_divide_mod", lambda v: (v // 3, v % 3, jnp.floor_divide(v, -2)), ints(n)),
+            ("shifts_bits", lambda v: (v << 3, v >> 2, jnp.bitwise_count(v), jnp.right_shift(v, 63)), ints(n)),
+            ("gcd_lcm", lambda v: (jnp.gcd(v, 12), jnp.lcm(v, 4)), ints(n)),
+            ("iinfo_clip", lambda v: jnp.clip(v, jnp.iinfo(v.dtype).min + 1, jnp.iinfo(v.dtype).max - 1), ints(n)),
+            ("searchsorted_bincount", lambda v: (jnp.searchsorted(jnp.sort(v), v), jnp.bincount(jnp.abs(v) % 5,
+                                                                                               length=5)), ints(n)),
+            ("int_pow_abs_sign", lambda v: (v ** 2, jnp.abs(v), jnp.sign(v)), ints(n)),
+            ("astype_float_and_back", lambda v: (v.astype(jnp.result_type(float)) * 0.5).astype(v.dtype), ints(n)),
+            ("equinox_checkpointed_while", lambda v: __import__("equinox").internal.while_loop(
+                lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 2), (0, v), max_steps=16, kind="checkpointed")[1],
+             ints(n)),
+            ("optax_safe_increment", lambda v: __import__("optax").safe_increment(v), ints(3)),
+            ("numpyro_poisson_int", lambda v: __import__("numpyro").distributions.Poisson(3.0).log_prob(v), ints(n[1:])),
+        ]
+    ]
+
+
 def _flax_programs() -> list[Program]:
     import flax.linen as nn
 
@@ -387,7 +414,8 @@ def _blackjax_programs() -> list[Program]:
 def all_programs() -> list[Program]:
     programs = []
     for group in (_numpyro_programs, _scipy_programs, _linalg_programs, _nn_programs, _optax_programs,
-                  _equinox_programs, _diffrax_programs, _random_programs, _flax_programs, _blackjax_programs):
+                  _equinox_programs, _diffrax_programs, _random_programs, _integer_programs, _flax_programs,
+                  _blackjax_programs):
         programs.extend(group())
     return programs
 
@@ -457,15 +485,16 @@ class Difference:
     rounded: np.ndarray  # the x64 constant narrowed by plain rounding
 
 
-def differences(program: Program) -> tuple[list[Difference], bool, list[tuple[float, bool]]]:
-    """(constants that plain rounding gets wrong, whether the two modules have the same ops,
-    every float64 element that rounding collapses onto 0 or +-1 with whether x32 JAX holds
-    that same rounded value there)."""
+def differences(program: Program) -> tuple[list[Difference], bool, list[tuple[float, bool]], int]:
+    """(constants that plain rounding gets wrong or the table would change, whether the two
+    modules have the same ops, every float64 element that rounding collapses onto 0 or +-1
+    with whether x32 JAX holds that same rounded value there, how many 64-bit constants
+    were compared)."""
     wide_ops, narrow_ops = ops_of(lower(program, True)), ops_of(lower(program, False))
     matcher = difflib.SequenceMatcher(None, [o.name for o in wide_ops], [o.name for o in narrow_ops],
                                       autojunk=False)
     same_structure = matcher.ratio() == 1.0
-    found, collapses = [], []
+    found, collapses, compared = [], [], 0
     for block in matcher.get_matching_blocks():
         for i in range(block.size):
             w, n = wide_ops[block.a + i], narrow_ops[block.b + i]
@@ -473,6 +502,7 @@ def differences(program: Program) -> tuple[list[Difference], bool, list[tuple[fl
                 continue
             if w.values.shape != n.values.shape:
                 continue
+            compared += 1
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 rounded = narrow_values(w.values, w.element, n.element, "wrap").values
@@ -484,7 +514,7 @@ def differences(program: Program) -> tuple[list[Difference], bool, list[tuple[fl
                     collapses += [(float(v), bool(ok)) for v, ok in zip(wide_part[collapsed], same[collapsed])]
             if rounded.tobytes() != n.values.astype(rounded.dtype).tobytes() or _in_table(w):
                 found.append(Difference(program, w.where, w.element, w.values, n.values, rounded))
-    return found, same_structure, collapses
+    return found, same_structure, collapses, compared
 
 
 def _in_table(op: Op) -> bool:
@@ -538,9 +568,11 @@ def main(argv: list[str] | None = None) -> int:
     unexplained: list[Difference] = []
     restructured, failed = [], []
     collapses: dict[tuple[float, bool], set[str]] = defaultdict(set)
+    total_compared = 0
     for program in programs:
         try:
-            found, same, program_collapses = differences(program)
+            found, same, program_collapses, compared = differences(program)
+            total_compared += compared
         except Exception as exc:  # noqa: BLE001  (a program JAX cannot lower both ways)
             failed.append(f"{program.library}/{program.name}: {type(exc).__name__}: {str(exc)[:120]}")
             continue
@@ -566,7 +598,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"{labels[:4]} at {d.where}")
 
     print(f"{len(programs)} programs lowered with x64 on and off; "
-          f"{len(restructured)} lower to different op sequences; {len(failed)} failed to lower\n")
+          f"{len(restructured)} lower to different op sequences; {len(failed)} failed to lower; "
+          f"{total_compared} 64-bit constants aligned with x32's\n")
     print("| finfo expression (T: the type), or ? | element | float64/int64 value | x32 JAX value | programs |")
     print("|---|---|---|---|---|")
     for (label, element, wide, narrow), tags in sorted(per_value.items(), key=lambda kv: ("?" in kv[0][0] or "FALSE" in kv[0][0], kv[0])):
@@ -574,9 +607,11 @@ def main(argv: list[str] | None = None) -> int:
             ", ".join(sorted(tags)[:6]) + (f" (+{len(tags) - 6})" if len(tags) > 6 else "")
         print(f"| {label} | {element} | {wide} | {narrow} | {shown} |")
     agreeing = sorted({v for (v, ok) in collapses if ok})
-    print(f"\nfloat64 constants that plain rounding collapses onto 0 or +-1: {len({v for v, _ in collapses})} "
-          f"distinct values; x32 JAX holds the same rounded value for {len(agreeing)} of them "
-          "(a literal, not a dtype-derived constant):")
+    collapsing = {v for v, _ in collapses}
+    print(f"\nfloat64 constants that plain rounding collapses onto 0 or +-1: {len(collapsing)} distinct values, "
+          f"{sum(dtype_constant(v) is not None for v in collapsing)} of them in x64guard's table; x32 JAX holds the "
+          f"same rounded value for {len(agreeing)} of them (a literal, not a dtype-derived constant)"
+          + (":" if agreeing else "."))
     for value in agreeing:
         print(f"  {value!r} in {', '.join(sorted(collapses[(value, True)])[:6])}")
     if restructured:

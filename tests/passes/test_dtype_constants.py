@@ -264,3 +264,13 @@ def test_sampler_constants_in_real_x64_lowerings(name):
               "finfo(float64).eps": "1.1920929E-7"}
     for expression in expected:
         assert f"dense<{wanted[expression]}> : tensor<f32>" in narrowed
+
+
+def test_the_rule_can_be_turned_off_for_literals_that_collide():
+    text = module(f"dense<{f64_literal(F64.eps)}>", "tensor<f64>")
+    result = narrow_quietly(text, dtype_constants=False)
+    assert bits(first_constant(result)) == bits(np.float32(F64.eps))
+    assert "dtype-constant" not in kinds(result.findings)
+    with pytest.warns(x64guard.X64GuardWarning):  # what the table would explain is a warning again
+        off = x64guard.narrow(module(f"dense<{f64_literal(F64.tiny)}>", "tensor<f64>"), dtype_constants=False)
+    assert "constant-underflow" in kinds(off.findings)

@@ -14,11 +14,10 @@ from x64guard.passes.values import NarrowedValues, exact_scalar, narrow_scalar, 
 _POLICY_HINT = ("keep this computation in 64 bits (mode='allow'), change the constant, or accept "
                 "the change explicitly with overflow='saturate' or overflow='wrap'")
 # Why a value collapsing onto a boundary matters, and what to do: the same words for 0 and +-1.
-_BOUNDARY_HINT = ("A literal written in the program rounds the same way when JAX traces with x64 off; a value "
-                  "derived from the 64-bit type (a finfo(float64) expression x64guard's table does not know) "
-                  "is float32's counterpart there instead, and code that clips to it can now reach the "
-                  "boundary (log(0), division by zero). Derive such constants from the data's dtype "
-                  "(jnp.finfo(x.dtype)), or keep this computation in 64 bits (mode='allow')")
+_BOUNDARY_HINT = ("If this is a literal, JAX with x64 off rounds it the same way; if it is derived from the "
+                  "64-bit type (a finfo(float64) expression), JAX with x64 off holds float32's counterpart instead "
+                  "and code that clips to it can now reach the boundary (log(0), division by zero): derive it "
+                  "from the data's dtype (jnp.finfo(x.dtype)) or keep this computation in 64 bits (mode='allow')")
 
 
 class NarrowCleanSplat(RewritePattern):
