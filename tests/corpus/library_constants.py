@@ -267,7 +267,7 @@ def cases() -> list:
 
 
 def slow_cases() -> list:
-    """Cases that take more than ~5 s (compiling an adaptive ODE solve twice)."""
+    """Cases that take more than ~5 s (compiling an adaptive ODE solve, or hyp2f1's loops, twice)."""
     from tests.corpus import programs as p
     Case = p.Case
 
@@ -275,6 +275,8 @@ def slow_cases() -> list:
         return lambda: tuple(np.asarray(a, np.float64) for a in arrays)
 
     return [
+        Case("lib_special_hyp2f1", jax.scipy.special.hyp2f1, fixed([0.5], [1.0], [1.5], [-0.4]),
+             note="50 * finfo.eps is the series' tolerance"),
         Case("lib_diffrax_jump_at_zero", _diffrax_jump_at_zero, fixed([1.0, 2.0]),
              note="ClipStepSizeController steps to prevbefore/nextafter the jump: finfo.tiny at 0. x32 JAX "
                   "itself reaches max_steps here (NaN, 4096 steps; so does x64), while float64's tiny rounded "

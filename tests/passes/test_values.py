@@ -77,6 +77,7 @@ def test_scalar_fast_paths_agree_with_the_array_rule(value):
     exact = exact_scalar(value, narrow)
     if exact is not None:  # the hot path only answers when nothing needs reporting
         assert array_rule.out_of_range == 0 and array_rule.sentinels == 0 and array_rule.underflow == 0
+        assert array_rule.to_one == 0
         assert np.array(exact, dtype=array_rule.values.dtype).tobytes() == array_rule.values.tobytes()
 
 
