@@ -53,7 +53,7 @@ class NarrowResult:
 
 
 def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: str = "error",
-           trusted: bool = False) -> NarrowResult:
+           trusted: bool = False, dtype_constants: bool = True) -> NarrowResult:
     """Narrow i64/ui64/f64/complex<f64> to i32/ui32/f32/complex<f32>, as JAX does when it
     traces with x64 off, or refuse with `X64GuardError` naming every reason.
 
@@ -63,6 +63,9 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
     overflow: error | saturate | wrap, for constants the 32-bit type cannot hold.
     trusted: MLIR bytecode (bytes or a file) is first read in a separate process, because
     jaxlib's reader can crash on corrupted bytecode; True skips that for bytecode you made.
+    dtype_constants: float64 constants that are finfo(float64) expressions (eps, 1 - eps,
+    tiny, nextafter(-1, 0), ...) become float32's, as JAX computes them with x64 off, each
+    an `info` finding (docs/constants.md); False rounds them like any other value.
     Input x64guard cannot read raises ValueError ("x64guard: ...").
     """
     resolved = resolve_mode(mode)
@@ -70,7 +73,7 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
     working, source_format = mlir.load(module, trusted=trusted)
     dry_run = resolved is not Mode.WARN
     with _unreadable_as_value_error("narrow"):
-        result = NarrowX64Pass(overflow=policy, dry_run=dry_run).apply(working)
+        result = NarrowX64Pass(overflow=policy, dry_run=dry_run, dtype_constants=dtype_constants).apply(working)
     out = NarrowResult(working, result.findings + _format_findings(source_format, result.changes),
                        result.changes, resolved, source_format)
 

@@ -1720,3 +1720,10 @@ def _check_unique_names() -> None:
 
 
 _check_unique_names()
+
+
+# Cases kept in modules of their own (data as well), appended so every corpus runner sees them.
+from tests.corpus import library_constants  # noqa: E402  (builds its cases from Case, above)
+
+CASES += library_constants.cases()
+_check_unique_names()

@@ -1,5 +1,6 @@
 """The tables the pass is driven by."""
 
+import numpy as np
 import pytest
 
 from x64guard.passes.tables import NARROW_ELEMENT_TYPE, TARGET_PROFILES, narrowed_custom_call_target
@@ -45,3 +46,29 @@ def test_profiles():
     assert not TARGET_PROFILES["x32"].allow_64bit
     assert not TARGET_PROFILES["neuron"].allow_complex
     assert TARGET_PROFILES["x64"].allow_64bit
+
+
+# --- dtype-derived constants ---------------------------------------------------------------------
+
+def test_dtype_constants_are_numpys_finfo_of_both_types():
+    from x64guard.passes.tables import DTYPE_CONSTANTS_F64
+    f64, f32 = np.finfo(np.float64), np.finfo(np.float32)
+    by_name = {row.named("T"): row for row in DTYPE_CONSTANTS_F64.values()}
+    assert (by_name["finfo(T).eps"].wide, by_name["finfo(T).eps"].narrow) == (f64.eps, f32.eps)
+    assert (by_name["finfo(T).tiny"].wide, by_name["finfo(T).tiny"].narrow) == (f64.tiny, f32.tiny)
+    assert by_name["-(1 - finfo(T).epsneg)"].wide == np.nextafter(-1.0, 0.0)
+    assert by_name["-(1 - finfo(T).epsneg)"].narrow == np.nextafter(np.float32(-1), np.float32(0))
+    for row in DTYPE_CONSTANTS_F64.values():
+        assert float(np.float32(row.narrow)) == row.narrow       # exact in float32
+        assert np.float32(row.wide) != np.float32(row.narrow)     # rounding alone would not give it
+        assert DTYPE_CONSTANTS_F64[-row.wide].narrow == -row.narrow  # both signs
+
+
+def test_multiples_are_bounded_away_from_user_literals():
+    from x64guard.passes.tables import dtype_constant
+    eps, tiny = np.finfo(np.float64).eps, np.finfo(np.float64).tiny
+    assert dtype_constant(10 * 4 * eps).named("float32") == "40 * finfo(float32).eps"
+    assert dtype_constant(-100 * tiny).named("float64") == "-100 * finfo(float64).tiny"
+    assert dtype_constant(65537 * eps) is None and dtype_constant(1025 * tiny) is None
+    for literal in (2.0**-32, 2.0**-24, 1e-13, 1e-12, 1e-15, 0.0, 1.0, -1.0, 0.5, np.inf, np.nan, 1.5 * eps):
+        assert dtype_constant(literal) is None, literal

@@ -77,4 +77,60 @@ def test_scalar_fast_paths_agree_with_the_array_rule(value):
     exact = exact_scalar(value, narrow)
     if exact is not None:  # the hot path only answers when nothing needs reporting
         assert array_rule.out_of_range == 0 and array_rule.sentinels == 0 and array_rule.underflow == 0
+        assert array_rule.to_one == 0
         assert np.array(exact, dtype=array_rule.values.dtype).tobytes() == array_rule.values.tobytes()
+
+
+# --- dtype-derived constants and boundary collapses ---------------------------------------------
+
+def test_collapses_onto_one_and_zero_are_counted_with_examples():
+    out = narrow_floats(np.array([1 - 1e-12, -(1 + 1e-9), 1.0, -1.0, 1e-300, 0.0, 0.5]), "error")
+    assert (out.to_one, out.underflow) == (2, 1)
+    assert out.to_one_examples == [1 - 1e-12, -(1 + 1e-9)] and out.underflow_examples == [1e-300]
+
+
+def test_collapses_are_counted_across_chunks_with_few_examples():
+    from x64guard.passes.values import _count_collapses, NarrowedValues
+    values = np.full(10, 1 - 1e-12)
+    out = NarrowedValues(values=values.astype(np.float32))
+    _count_collapses(values, out.values, out, chunk=3)
+    assert out.to_one == 10 and len(out.to_one_examples) == 3
+
+
+def test_substitute_dtype_constants():
+    from x64guard.passes.values import substitute_dtype_constants
+    f64, f32 = np.finfo(np.float64), np.finfo(np.float32)
+    values = np.array([[f64.eps, 2.0, 1 - f64.eps], [-f64.tiny, 0.0, 7 * f64.eps]])
+    before = values.copy()
+    out, hits = substitute_dtype_constants(values, chunk=4)  # a chunk boundary inside the array
+    assert values.tobytes() == before.tobytes()  # never modified
+    assert out.astype(np.float32).tolist() == [[f32.eps, 2.0, 1 - f32.eps], [-f32.tiny, 0.0, 7 * f32.eps]]
+    assert sorted(row.named("T") for row in hits) == ["-finfo(T).tiny", "1 - finfo(T).eps", "7 * finfo(T).eps",
+                                                       "finfo(T).eps"]
+    plain = np.array([1.0, -1.0, 0.5, 1e-13])
+    same, none = substitute_dtype_constants(plain)
+    assert same is plain and not none
+
+
+def test_substitute_dtype_constants_in_complex_parts():
+    from x64guard.passes.values import substitute_dtype_constants
+    eps = np.finfo(np.float64).eps
+    values = np.array([complex(eps, -0.0), complex(np.inf, -eps), complex(np.nan, 2.0)])
+    out, hits = substitute_dtype_constants(values, chunk=2)
+    assert out.real[0] == np.finfo(np.float32).eps and np.signbit(out.imag[0])
+    assert np.isposinf(out.real[1]) and out.imag[1] == -np.finfo(np.float32).eps
+    assert np.isnan(out.real[2]) and out.imag[2] == 2.0
+    assert sum(hits.values()) == 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(allow_nan=True, allow_infinity=True, width=64))
+def test_array_and_scalar_lookups_agree(value):
+    from x64guard.passes.tables import dtype_constant
+    from x64guard.passes.values import substitute_dtype_constants
+    row = dtype_constant(value)
+    out, hits = substitute_dtype_constants(np.array([value]))
+    if row is None:
+        assert not hits
+    else:
+        assert list(hits) == [row] and out[0] == row.narrow

@@ -12,6 +12,7 @@ from jax.extend.mlir import ir
 
 from x64guard.findings import Finding
 from x64guard.passes.patterns import SPECIAL_PATTERNS, ConvertOpTypes
+from x64guard.passes.patterns.dtype_constants import ReplaceDtypeConstants
 from x64guard.passes.rewriter import Rewriter, index_patterns
 
 
@@ -27,10 +28,14 @@ class NarrowX64Pass:
 
     name = "x64guard-narrow"
 
-    def __init__(self, *, overflow: str = "error", dry_run: bool = False):
+    def __init__(self, *, overflow: str = "error", dry_run: bool = False, dtype_constants: bool = True):
         self.overflow = overflow
         self.dry_run = dry_run
-        self._patterns = index_patterns(SPECIAL_PATTERNS)
+        # False: finfo(float64) values are rounded like any literal (ReplaceDtypeConstants off),
+        # for programs whose literals happen to equal one (docs/constants.md).
+        self.dtype_constants = dtype_constants
+        self._patterns = index_patterns(
+            p for p in SPECIAL_PATTERNS if dtype_constants or not isinstance(p, ReplaceDtypeConstants))
 
     def apply(self, module: ir.Module) -> PassResult:
         rw = Rewriter(module.context, overflow=self.overflow, dry_run=self.dry_run)

@@ -3,15 +3,22 @@
 Floats round to nearest even (numpy's `astype`, the bits JAX produces when it builds
 the same constant with x64 off). Exact 64-bit sentinels map to their 32-bit sentinels.
 Anything else the 32-bit type cannot hold is reported, and handled by the overflow policy.
+Floats that rounding collapses onto a boundary (0, or +-1.0) are counted: x32 JAX holds
+the same value only if it was a literal. `substitute_dtype_constants` finds the float64
+values that are finfo(float64) expressions (tables.dtype_constant) before narrowing.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from x64guard.passes.tables import FLOAT32_MAX, FLOAT_SENTINELS, INTEGER_SENTINELS, NUMPY_DTYPE
+from x64guard.passes.tables import (
+    DTYPE_CONSTANT_NARROW_VALUES, DTYPE_CONSTANT_RANGES, DTYPE_CONSTANT_VALUES_F64, DTYPE_MULTIPLE_BASES, DTYPE_MULTIPLE_BOUND,
+    FLOAT32_MAX, FLOAT_SENTINELS, INTEGER_SENTINELS, NUMPY_DTYPE, dtype_constant,
+)
 
 _INT32_RANGE = {"i64": (-(2**31), 2**31 - 1), "si64": (-(2**31), 2**31 - 1), "ui64": (0, 2**32 - 1)}
 _EXAMPLES = 3
@@ -23,7 +30,10 @@ class NarrowedValues:
     sentinels: int = 0
     out_of_range: int = 0
     examples: list = field(default_factory=list)  # a few offending values, for messages
-    underflow: int = 0
+    underflow: int = 0    # nonzero floats that became 0
+    to_one: int = 0       # floats other than +-1 that became exactly +-1
+    underflow_examples: list = field(default_factory=list)
+    to_one_examples: list = field(default_factory=list)
 
 
 def narrow_integers(values: np.ndarray, wide: str, narrow: str, overflow: str) -> NarrowedValues:
@@ -79,15 +89,25 @@ def narrow_floats(values: np.ndarray, overflow: str) -> NarrowedValues:
             out.examples = [float(v) for v in values.flat[bad[:_EXAMPLES]]]
             if overflow == "saturate":
                 narrowed.flat[bad] = np.copysign(FLOAT32_MAX, values.flat[bad])
-    out.underflow = _count_underflow(values, narrowed)
+    _count_collapses(values, narrowed, out)
     return out
 
 
-def _count_underflow(values: np.ndarray, narrowed: np.ndarray, chunk: int = 1 << 20) -> int:
-    """Nonzero values that became zero, counted a chunk at a time (no full-size masks)."""
+def _count_collapses(values: np.ndarray, narrowed: np.ndarray, out: NarrowedValues, chunk: int = 1 << 20) -> None:
+    """Nonzero values that became 0, and values other than +-1 that became +-1, counted
+    a chunk at a time (no full-size masks), with a few examples of each."""
     wide, narrow = values.ravel(), narrowed.ravel()
-    return sum(int(np.count_nonzero((narrow[i:i + chunk] == 0) & (wide[i:i + chunk] != 0)))
-               for i in range(0, wide.size, chunk))
+    for i in range(0, wide.size, chunk):
+        w, n = wide[i:i + chunk], narrow[i:i + chunk]
+        under = np.flatnonzero((n == 0) & (w != 0))
+        one = np.flatnonzero((np.abs(n) == 1) & (np.abs(w) != 1))
+        out.underflow += int(under.size)
+        out.to_one += int(one.size)
+        if under.size and len(out.underflow_examples) < _EXAMPLES:
+            out.underflow_examples += [float(v) for v in w[under[:_EXAMPLES]]]
+        if one.size and len(out.to_one_examples) < _EXAMPLES:
+            out.to_one_examples += [float(v) for v in w[one[:_EXAMPLES]]]
+    del out.underflow_examples[_EXAMPLES:], out.to_one_examples[_EXAMPLES:]
 
 
 def narrow_complex(values: np.ndarray, overflow: str) -> NarrowedValues:
@@ -101,6 +121,9 @@ def narrow_complex(values: np.ndarray, overflow: str) -> NarrowedValues:
     out.out_of_range = real.out_of_range + imag.out_of_range
     out.examples = (real.examples + imag.examples)[:_EXAMPLES]
     out.underflow = real.underflow + imag.underflow
+    out.to_one = real.to_one + imag.to_one
+    out.underflow_examples = (real.underflow_examples + imag.underflow_examples)[:_EXAMPLES]
+    out.to_one_examples = (real.to_one_examples + imag.to_one_examples)[:_EXAMPLES]
     return out
 
 
@@ -128,7 +151,7 @@ def narrow_scalar(value, wide: str, narrow: str, overflow: str) -> NarrowedValue
             return NarrowedValues(values=np.array(sentinel, np.float32), sentinels=1)
         if -FLOAT32_MAX <= value <= FLOAT32_MAX:  # finite, cannot overflow
             narrowed = np.float32(value)
-            if narrowed != 0 or value == 0:
+            if (narrowed != 0 or value == 0) and (abs(narrowed) != 1 or abs(value) == 1):
                 return NarrowedValues(values=np.array(narrowed))
     return narrow_values(np.array(value, dtype=NUMPY_DTYPE[wide]), wide, narrow, overflow)
 
@@ -138,12 +161,70 @@ _NARROW_INT_RANGE = {"i32": (-(2**31), 2**31 - 1), "si32": (-(2**31), 2**31 - 1)
 
 def exact_scalar(value, narrow: str):
     """`value` as the 32-bit type holds it when that needs no report (in range, not a
-    sentinel, not underflowing), else None. The hot path for splat constants."""
+    sentinel, not underflowing, not collapsing onto +-1), else None. The hot path for
+    splat constants."""
     if isinstance(value, int):
         lo, hi = _NARROW_INT_RANGE[narrow]
         return value if lo <= value <= hi else None
     if -FLOAT32_MAX <= value <= FLOAT32_MAX:  # finite; +-float64 max is a sentinel, not here
         narrowed = float(np.float32(value))
-        if narrowed != 0.0 or value == 0.0:
+        if (narrowed != 0.0 or value == 0.0) and (abs(narrowed) != 1.0 or abs(value) == 1.0):
             return narrowed
     return None
+
+
+# --- dtype-derived constants ------------------------------------------------------------
+
+def substitute_dtype_constants(values: np.ndarray, chunk: int = 1 << 20) -> tuple[np.ndarray, Counter]:
+    """float64 (complex128) values with every element (part) that is a finfo(float64)
+    expression x64guard knows (tables.dtype_constant) replaced by the float32 value of the
+    same expression, held exactly in float64; and how many of each were replaced.
+
+    The input is never modified; it is returned as is when nothing matches. Scanned a
+    chunk at a time: a large constant costs no full-size temporaries."""
+    values = np.asarray(values)
+    flat = values.reshape(-1)  # a view for the contiguous arrays constants are read into
+    parts = (np.real, np.imag) if values.dtype.kind == "c" else (np.real,)
+    out, hits = None, Counter()
+    for start in range(0, flat.size, chunk):
+        for part in parts:
+            wide = part(flat[start:start + chunk])
+            found, narrow = _dtype_constants_in(wide)
+            if not found.size:
+                continue
+            if out is None:
+                out = values.copy()
+            # Parts assigned in place: the other part of a complex element (-0.0, inf, nan) is kept.
+            target = part(out.reshape(-1)[start:start + chunk])
+            target[found] = narrow
+            unique, counts = np.unique(wide[found], return_counts=True)
+            for value, count in zip(unique.tolist(), counts.tolist()):
+                hits[dtype_constant(value)] += count
+    return (values if out is None else out), hits
+
+
+def _dtype_constants_in(part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the elements of `part` that are dtype constants, and float32's values.
+    A few cheap comparisons pick the candidates (every table value is a small magnitude
+    or lies in one of a few narrow ranges); only those are looked up."""
+    magnitude = np.abs(part)
+    maybe = (magnitude <= DTYPE_MULTIPLE_BOUND) & (magnitude != 0)
+    for lo, hi in DTYPE_CONSTANT_RANGES:
+        inside = (magnitude >= lo) & (magnitude <= hi)
+        if lo < 1.0 < hi:
+            inside &= magnitude != 1.0  # +-1 themselves, common in data, are no dtype constant
+        maybe |= inside
+    candidates = np.flatnonzero(maybe)
+    if not candidates.size:
+        return candidates, np.empty(0)
+    values = part[candidates]
+    keys = DTYPE_CONSTANT_VALUES_F64
+    position = np.minimum(np.searchsorted(keys, values), keys.size - 1)
+    narrow = np.where(keys[position] == values, DTYPE_CONSTANT_NARROW_VALUES[position], np.nan)
+    for _, base, narrow_base, largest in DTYPE_MULTIPLE_BASES:
+        k = values / base  # exact: the bases are powers of two
+        multiple = (k == np.round(k)) & (np.abs(k) >= 2) & (np.abs(k) <= largest) & (k * base == values)
+        if multiple.any():
+            narrow[multiple] = k[multiple].astype(np.float32) * narrow_base
+    matched = ~np.isnan(narrow)
+    return candidates[matched], narrow[matched]

@@ -3,8 +3,9 @@
 from x64guard.passes.patterns.casts import NarrowBitcastConvert, NarrowReducePrecision, RemoveIdentityConvert
 from x64guard.passes.patterns.shifts import WarnShiftByWidth
 from x64guard.passes.patterns.composites import RestoreChloComposite
-from x64guard.passes.patterns.constants import NarrowConstant
+from x64guard.passes.patterns.constants import NarrowCleanSplat, NarrowConstant
 from x64guard.passes.patterns.custom_calls import NarrowCustomCall
+from x64guard.passes.patterns.dtype_constants import ReplaceDtypeConstants
 from x64guard.passes.patterns.generic import ConvertOpTypes
 from x64guard.passes.patterns.rng import RefuseFloat64RandomBits, RefuseRngBitGenerator, RefuseWideRandomWords
 
@@ -12,6 +13,8 @@ from x64guard.passes.patterns.rng import RefuseFloat64RandomBits, RefuseRngBitGe
 # that deals with an op completely ends the named rules for it.
 SPECIAL_PATTERNS = (
     RefuseFloat64RandomBits(),
+    NarrowCleanSplat(),
+    ReplaceDtypeConstants(),
     NarrowConstant(),
     RemoveIdentityConvert(),
     NarrowBitcastConvert(),

@@ -2,55 +2,37 @@
 
 from __future__ import annotations
 
+import numpy as np
 from jax.extend.mlir import ir
 
 from x64guard.findings import Severity
 from x64guard.passes.constant_io import UnreadableConstant, element_of, read_constant, scalar_attr, write_constant
 from x64guard.passes.rewriter import RewritePattern, Rewriter
-from x64guard.passes.tables import CONSTANT_OPS
-from x64guard.passes.values import exact_scalar, narrow_scalar, narrow_values
+from x64guard.passes.tables import CONSTANT_OPS, dtype_constant
+from x64guard.passes.values import NarrowedValues, exact_scalar, narrow_scalar, narrow_values
 
 _POLICY_HINT = ("keep this computation in 64 bits (mode='allow'), change the constant, or accept "
                 "the change explicitly with overflow='saturate' or overflow='wrap'")
+# Why a value collapsing onto a boundary matters, and what to do: the same words for 0 and +-1.
+_BOUNDARY_HINT = ("If this is a literal, JAX with x64 off rounds it the same way; if it is derived from the "
+                  "64-bit type (a finfo(float64) expression), JAX with x64 off holds float32's counterpart instead "
+                  "and code that clips to it can now reach the boundary (log(0), division by zero): derive it "
+                  "from the data's dtype (jnp.finfo(x.dtype)) or keep this computation in 64 bits (mode='allow')")
 
 
-class NarrowConstant(RewritePattern):
+class NarrowCleanSplat(RewritePattern):
+    """The common case first: a splat that narrows exactly, needs no report and is no
+    dtype-derived constant (those are ReplaceDtypeConstants' job)."""
+
     op_names = CONSTANT_OPS
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        old_type = rw.result_types[0]
-        new_type = rw.converter.convert(old_type)
-        if new_type is None:
-            return False
-        if self._narrow_clean_splat(op, rw, new_type):
-            return True
-        wide = rw.converter.element_spelling(old_type)
-        narrow = rw.converter.element_spelling(new_type)
-        try:
-            values, splat = read_constant(op, old_type)
-        except UnreadableConstant as exc:
-            rw.report("constant-unreadable", Severity.ERROR, op,
-                      f"x64guard cannot read this {wide} constant ({exc}), so it cannot narrow it safely; "
-                      "keep the module in 64 bits (mode='allow')")
-            return True
-        if splat:
-            result = narrow_scalar(values.item(), wide, narrow, rw.overflow)
-        else:
-            result = narrow_values(values, wide, narrow, rw.overflow)
-        if result.out_of_range:
-            self._report_out_of_range(op, rw, wide, narrow, result)
-        if result.underflow:
-            rw.report("constant-underflow", Severity.WARNING, op,
-                      f"{result.underflow} nonzero {wide} value(s) are below {narrow}'s range and become 0 "
-                      "(as they do when JAX traces with x64 off)")
-        if not rw.dry_run:
-            write_constant(op, result.values, splat, new_type)
-        return True
+        new_type = rw.converter.convert(rw.result_types[0])
+        return new_type is not None and self._narrow_clean_splat(op, rw, new_type)
 
     @staticmethod
     def _narrow_clean_splat(op: ir.Operation, rw: Rewriter, new_type: ir.Type) -> bool:
-        """Fast path for the common case, a splat that narrows exactly. Memoized per
-        (attribute, type): MLIR attributes are uniqued, modules repeat 0, 1, -inf."""
+        """Memoized per (attribute, type): MLIR attributes are uniqued, modules repeat 0, 1, -inf."""
         try:
             attr = op.attributes["value"]
         except TypeError:  # complex: the general path reads it
@@ -61,22 +43,72 @@ class NarrowConstant(RewritePattern):
         narrowed = rw.splat_cache.get(key)
         if narrowed is None:
             element = new_type.element_type
-            value = exact_scalar(attr.get_splat_value().value, rw.converter.element_spelling(new_type))
-            if value is None:
-                return False  # the general path narrows and reports it
+            wide = attr.get_splat_value().value
+            value = exact_scalar(wide, rw.converter.element_spelling(new_type))
+            if value is None or isinstance(wide, float) and dtype_constant(wide) is not None:
+                return False  # the later rules narrow and report it
             narrowed = rw.splat_cache[key] = ir.DenseElementsAttr.get_splat(new_type, scalar_attr(element, value))
         if not rw.dry_run:
             op.attributes["value"] = narrowed
         return True
 
-    @staticmethod
-    def _report_out_of_range(op, rw, wide, narrow, result) -> None:
-        examples = ", ".join(repr(v) for v in result.examples)
-        kind = "constant-overflow" if wide in ("f64", "complex<f64>") else "constant-out-of-range"
-        what = f"{result.out_of_range} value(s) ({examples}) do not fit in {narrow}"
-        if rw.overflow == "error":
-            rw.report(kind, Severity.ERROR, op, f"{what}; {_POLICY_HINT}")
-        else:
-            verb = "saturated to" if rw.overflow == "saturate" else "wrapped into"
-            rw.report(kind, Severity.WARNING, op,
-                      f"{what}: {verb} {narrow} as requested by overflow='{rw.overflow}'; results change")
+
+class NarrowConstant(RewritePattern):
+    """Any other constant: read, narrowed value by value, lossy changes reported."""
+
+    op_names = CONSTANT_OPS
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        old_type = rw.result_types[0]
+        new_type = rw.converter.convert(old_type)
+        if new_type is None:
+            return False
+        wide = rw.converter.element_spelling(old_type)
+        try:
+            values, splat = read_constant(op, old_type)
+        except UnreadableConstant as exc:
+            rw.report("constant-unreadable", Severity.ERROR, op,
+                      f"x64guard cannot read this {wide} constant ({exc}), so it cannot narrow it safely; "
+                      "keep the module in 64 bits (mode='allow')")
+            return True
+        narrow_and_write(op, rw, values, splat, new_type)
+        return True
+
+
+def narrow_and_write(op: ir.Operation, rw: Rewriter, values: np.ndarray, splat: bool, new_type: ir.Type) -> None:
+    """Narrow the 64-bit `values` of constant `op`, report what was lossy, and (unless in a
+    dry run) write them with the narrowed type. Shared by the rules that rewrite constants."""
+    wide = rw.converter.element_spelling(rw.result_types[0])
+    narrow = rw.converter.element_spelling(new_type)
+    if splat:
+        result = narrow_scalar(values.item(), wide, narrow, rw.overflow)
+    else:
+        result = narrow_values(values, wide, narrow, rw.overflow)
+    if result.out_of_range:
+        _report_out_of_range(op, rw, wide, narrow, result)
+    if result.underflow:
+        rw.report("constant-underflow", Severity.WARNING, op,
+                  f"{result.underflow} nonzero {wide} value(s) ({_examples(result.underflow_examples)}) are "
+                  f"below {narrow}'s smallest subnormal and become 0. {_BOUNDARY_HINT}")
+    if result.to_one:
+        rw.report("constant-collapse", Severity.WARNING, op,
+                  f"{result.to_one} {wide} value(s) ({_examples(result.to_one_examples)}) differ from +-1.0 by "
+                  f"less than {narrow}'s precision and become exactly +-1.0. {_BOUNDARY_HINT}")
+    if not rw.dry_run:
+        write_constant(op, result.values, splat, new_type)
+
+
+def _examples(values: list) -> str:
+    return ", ".join(repr(v) for v in values)
+
+
+def _report_out_of_range(op: ir.Operation, rw: Rewriter, wide: str, narrow: str, result: NarrowedValues) -> None:
+    examples = _examples(result.examples)
+    kind = "constant-overflow" if wide in ("f64", "complex<f64>") else "constant-out-of-range"
+    what = f"{result.out_of_range} value(s) ({examples}) do not fit in {narrow}"
+    if rw.overflow == "error":
+        rw.report(kind, Severity.ERROR, op, f"{what}; {_POLICY_HINT}")
+    else:
+        verb = "saturated to" if rw.overflow == "saturate" else "wrapped into"
+        rw.report(kind, Severity.WARNING, op,
+                  f"{what}: {verb} {narrow} as requested by overflow='{rw.overflow}'; results change")

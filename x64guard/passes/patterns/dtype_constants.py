@@ -1,0 +1,66 @@
+"""Dtype-derived constants: finfo(float64) values become finfo(float32)'s.
+
+Library code writes `jnp.finfo(x.dtype).eps`, `1 - eps`, `tiny`, `np.nextafter(-1, 0)`.
+JAX traced with x64 off evaluates those expressions for float32; the x64 module holds
+float64's values, and rounding them is not the same thing (1 - eps64 rounds to 1.0 and
+tiny64 to 0, so clipped probabilities reach log(0)). Each float64 element (or complex
+part) that is a known finfo expression (`tables.dtype_constant`) is replaced by float32's
+value of the same expression, reported as an `info` finding naming it; the constant is
+then narrowed as any other (`constants.narrow_and_write`), which now is exact for those
+elements and still checks the rest.
+
+A literal that happens to equal one of these values is replaced too: the table holds
+only values a program is very unlikely to write by hand (docs/constants.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from jax.extend.mlir import ir
+
+from x64guard.findings import Severity
+from x64guard.passes.constant_io import UnreadableConstant, read_constant
+from x64guard.passes.patterns.constants import narrow_and_write
+from x64guard.passes.rewriter import RewritePattern, Rewriter
+from x64guard.passes.tables import CONSTANT_OPS, DtypeConstant, dtype_constant
+from x64guard.passes.values import substitute_dtype_constants
+
+_FLOAT64_ELEMENTS = frozenset({"f64", "complex<f64>"})
+
+
+class ReplaceDtypeConstants(RewritePattern):
+    op_names = CONSTANT_OPS
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        old_type = rw.result_types[0]
+        if rw.converter.element_spelling(old_type) not in _FLOAT64_ELEMENTS:
+            return False
+        new_type = rw.converter.convert(old_type)
+        try:
+            attr = op.attributes["value"]
+        except TypeError:  # complex dense attributes: read from their printed form below
+            attr = None
+        if isinstance(attr, ir.DenseFPElementsAttr) and attr.is_splat or isinstance(attr, ir.FloatAttr):
+            value = attr.get_splat_value().value if isinstance(attr, ir.DenseFPElementsAttr) else attr.value
+            row = dtype_constant(value)
+            if row is None:
+                return False
+            values, splat, hits = np.array(row.narrow), True, {row: 1}
+        else:
+            try:
+                wide_values, splat = read_constant(op, old_type)
+            except UnreadableConstant:
+                return False  # NarrowConstant reports it
+            values, hits = substitute_dtype_constants(wide_values)
+            if not hits:
+                return False
+        for row in hits:
+            _report(op, rw, row)
+        narrow_and_write(op, rw, values, splat, new_type)
+        return True
+
+
+def _report(op: ir.Operation, rw: Rewriter, row: DtypeConstant) -> None:
+    rw.report("dtype-constant", Severity.INFO, op,
+              f"{row.describe()}: {row.wide!r} becomes {float(np.float32(row.narrow))!r}, the value JAX computes "
+              "for this expression when it traces with x64 off")
