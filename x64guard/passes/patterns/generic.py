@@ -55,7 +55,9 @@ class ConvertOpTypes:
                 else:
                     olds.append(old)
                 if not rw.dry_run:
-                    (op.result if len(result_types) == 1 else op.results[index]).set_type(new)
+                    value = op.result if len(result_types) == 1 else op.results[index]
+                    value.set_type(new)
+                    rw.types_before[hash(value)] = old
             elif old in converter.unsupported:
                 report_unsupported_type(rw, op, old)
             index += 1
@@ -69,6 +71,7 @@ class ConvertOpTypes:
                             olds = (olds or []) + [old]
                             if not rw.dry_run:
                                 arg.set_type(new)
+                                rw.types_before[hash(arg)] = old
                         elif old in converter.unsupported:
                             report_unsupported_type(rw, op, old)
         if info[1]:
@@ -78,16 +81,27 @@ class ConvertOpTypes:
             key = (name, op.location.attr, rw.function, olds[0] if len(olds) == 1 else tuple(olds))
             narrowed = rw.narrowed_log
             narrowed[key] = narrowed.get(key, 0) + 1
-            if info[2]:
-                rw.report("unknown-op", Severity.WARNING, op,
-                          f"{name} is an op x64guard does not know: its types were narrowed generically. If its "
-                          "meaning depends on bit widths, keep this module in 64 bits (mode='allow')")
+        if info[2] and (olds or self._has_wide_operand(op, rw)):
+            # An op from outside the known dialects: its operands count too (they were
+            # narrowed by their producers), as for a custom_call.
+            rw.report("unknown-op", Severity.WARNING, op,
+                      f"{name} is an op x64guard does not know: its types were narrowed generically. If its "
+                      "meaning depends on bit widths, keep this module in 64 bits (mode='allow')")
+
+    @staticmethod
+    def _has_wide_operand(op: ir.Operation, rw: Rewriter) -> bool:
+        return any(rw.converter.convert(rw.type_before(value)) is not None for value in op.operands)
 
     @staticmethod
     def _convert_type_attributes(op: ir.Operation, rw: Rewriter, olds: list[ir.Type]) -> list[ir.Type]:
         attributes = op.attributes
         for attr_name in list(attributes):
-            attr = attributes[attr_name]
+            try:
+                attr = attributes[attr_name]
+            except TypeError:
+                # Dense attributes the bindings cannot cast (complex elements: "Can't cast
+                # unknown element type DenseTypedElementsAttr") are never TypeAttrs.
+                continue
             if not isinstance(attr, ir.TypeAttr):
                 continue
             old = attr.value
