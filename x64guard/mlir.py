@@ -87,8 +87,14 @@ def clone(module: ir.Module) -> ir.Module:
     with module.context, source.location:
         copy = source.clone()
         fresh = ir.Module.create(source.location)
-        for name in source.attributes:
-            fresh.operation.attributes[name] = copy.attributes[name]
+        try:
+            for name in source.attributes:
+                fresh.operation.attributes[name] = copy.attributes[name]
+        except TypeError:
+            # A module attribute the bindings cannot read (complex dense elements, a
+            # location): copy the whole module through bytecode instead.
+            copy.erase()
+            return ir.Module.parse(_to_bytecode(source))
         for op in list(copy.regions[0].blocks[0].operations):
             fresh.body.append(op)
         copy.erase()

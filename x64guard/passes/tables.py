@@ -179,3 +179,16 @@ TYPE_ATTR_FREE_DIALECTS: tuple[str, ...] = ("stablehlo.", "chlo.", "sdy.", "mhlo
 # outputs (`(hi << 32) | lo` for uint64 random bits) are a different stream from the one
 # JAX draws with x64 off.
 RNG_KERNEL_FUNCTIONS: tuple[str, ...] = ("threefry2x32", "threefry", "philox", "_threefry")
+
+# ---- StableHLO's `check` dialect (issue 15): the test harness of stablehlo/testdata -----------
+# Ops of a dialect jaxlib does not register, but whose meaning is known: each compares its
+# operand(s) with an expected value of the same type, whatever the type. Value -> the
+# attribute that holds the expected value (data, narrowed as a constant's), or None.
+CHECK_DIALECT_OPS: dict[str, str | None] = {
+    "check.expect_eq": None,
+    "check.expect_almost_eq": None,
+    "check.expect_close": None,
+    "check.expect_serialized_eq": None,
+    "check.expect_eq_const": "value",
+    "check.expect_almost_eq_const": "value",
+}

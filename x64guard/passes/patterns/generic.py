@@ -14,7 +14,7 @@ from jax.extend.mlir import ir
 
 from x64guard.findings import Severity
 from x64guard.passes.rewriter import Rewriter
-from x64guard.passes.tables import CONSTANT_OPS, TYPE_ATTR_FREE_DIALECTS
+from x64guard.passes.tables import CHECK_DIALECT_OPS, CONSTANT_OPS, TYPE_ATTR_FREE_DIALECTS
 
 _MISSING = object()
 
@@ -30,7 +30,8 @@ class ConvertOpTypes:
         self._op_info: dict[str, tuple[bool, bool, bool]] = {}
 
     def _learn(self, op: ir.Operation, name: str) -> tuple[bool, bool, bool]:
-        unregistered = not self._rw.context.is_registered_operation(name)
+        # Ops of StableHLO's test `check` dialect are not registered, but known.
+        unregistered = not self._rw.context.is_registered_operation(name) and name not in CHECK_DIALECT_OPS
         fixed_shape = name.startswith(TYPE_ATTR_FREE_DIALECTS) and not unregistered
         info = (not fixed_shape or len(op.regions) > 0,
                 name not in CONSTANT_OPS and not fixed_shape,
