@@ -35,7 +35,10 @@ NUMPY_DTYPE: dict[str, np.dtype] = {
 INTEGER_SENTINELS: dict[str, dict[int, int]] = {
     "i64": {-(2**63): -(2**31), 2**63 - 1: 2**31 - 1},
     "si64": {-(2**63): -(2**31), 2**63 - 1: 2**31 - 1},
-    "ui64": {2**64 - 1: 2**32 - 1},
+    # INT64_MAX is a sentinel whatever its signedness: JAX's shape-polymorphic index clamps
+    # (vmap of dynamic_update_slice under jax.export) spell it as a ui64 constant converted
+    # to i64. It becomes int32's maximum, as x32 JAX has it (which uint32 also holds).
+    "ui64": {2**64 - 1: 2**32 - 1, 2**63 - 1: 2**31 - 1},
 }
 FLOAT64_MAX = float(np.finfo(np.float64).max)
 FLOAT32_MAX = float(np.finfo(np.float32).max)
