@@ -115,6 +115,16 @@ class ConvertOpTypes:
 
 
 def report_unsupported_type(rw: Rewriter, op: ir.Operation, t: ir.Type) -> None:
+    spelling = str(t)
+    if "!quant." in spelling:
+        # jaxlib registers no quant dialect: `!quant.uniform<i8:f64, ...>` is an opaque type
+        # here, whose expressed type x64guard cannot rebuild.
+        rw.report("unsupported-type", Severity.ERROR, op,
+                  f"values of quantized type {spelling}: the MLIR bindings in jaxlib do not include the quant "
+                  "dialect, so x64guard cannot narrow its 64-bit expressed type; check the float model before "
+                  "quantization, or lower the quantized ops to integer arithmetic first "
+                  "(stablehlo-opt --stablehlo-legalize-quant-to-math)")
+        return
     rw.report("unsupported-type", Severity.ERROR, op,
               f"x64guard cannot narrow values of type {t}; keep this module in 64 bits (mode='allow') "
               "or report the type so it can be added to x64guard's type table")
