@@ -208,6 +208,8 @@ def test_text_report_leads_with_the_summary_and_caps_long_listings(x64_suite, mo
     run = Run("check", "x32", "error")
     run.files = merge_repeated_compilations([check_file(str(p), "x32") for p in sorted((keep / "jax").iterdir())])
     full = formats.render_text(run, formats.Style(False))
+    assert "more finding(s) here" not in full  # a short report is printed whole
+    monkeypatch.setattr(formats, "UNCAPPED_LINES", 0)
     monkeypatch.setattr(formats, "MAX_FINDINGS_PER_GROUP", 1)
     fewer_findings = formats.render_text(run, formats.Style(False))
     assert "more finding(s) here (`--format json` lists every finding)" in fewer_findings

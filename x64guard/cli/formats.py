@@ -26,6 +26,8 @@ _GITHUB_COMMAND = {"error": "error", "warning": "warning", "info": "notice"}
 
 # The text report stays short on large suites: modules (grouped by jitted function) listed
 # with their findings, findings per group, and names in one-line lists. JSON lists all.
+# A report of up to UNCAPPED_LINES finding lines is printed whole.
+UNCAPPED_LINES = 60
 MAX_GROUPS = 25
 MAX_FINDINGS_PER_GROUP = 12
 MAX_NAMES = 30
@@ -97,39 +99,48 @@ def _groups(modules: list[ModuleResult], run: Run) -> list[list[ModuleResult]]:
 
 
 def _group_lines(groups: list[list[ModuleResult]], run: Run, style: Style) -> list[str]:
-    shown_groups = groups[:MAX_GROUPS]
+    rows_per_group = [_group_rows(group) for group in groups]
+    capped = sum(len(rows) for rows in rows_per_group) > UNCAPPED_LINES
+    max_groups = MAX_GROUPS if capped else len(groups)
+    max_rows = MAX_FINDINGS_PER_GROUP if capped else None
     count = sum(len(g) for g in groups)
     head = f"{count} module(s) with findings"
-    if len(groups) > MAX_GROUPS:
-        head += f"; the first {MAX_GROUPS} of {len(groups)} groups shown"
+    if len(groups) > max_groups:
+        head += f"; the first {max_groups} of {len(groups)} groups shown"
     lines = [style(head + ":", "bold")]
     advice_shown: set[tuple[str, str]] = set()
-    for group in shown_groups:
+    for group, rows in zip(groups[:max_groups], rows_per_group):
         first = group[0]
         title = style(_module_title(first, run), "bold") + _module_suffix(first, run)
         if len(group) > 1:
             title += f" [{len(group)} variants with different findings]"
         lines.append("")
         lines.append(title)
-        seen: set[tuple] = set()
-        rows: list[str] = []
-        for module in group:
-            for finding in _ordered(module):
-                key = (finding.kind, str(finding.severity), finding.op, finding.location, finding.message)
-                if key not in seen:
-                    seen.add(key)
-                    rows.append("  " + _finding_line(module, finding, style, advice_shown))
-        lines.extend(rows[:MAX_FINDINGS_PER_GROUP])
-        if len(rows) > MAX_FINDINGS_PER_GROUP:
-            lines.append(f"  ... and {len(rows) - MAX_FINDINGS_PER_GROUP} more finding(s) here "
+        lines.extend("  " + _finding_line(module, finding, style, advice_shown)
+                     for module, finding in rows[:max_rows])
+        if max_rows is not None and len(rows) > max_rows:
+            lines.append(f"  ... and {len(rows) - max_rows} more finding(s) here "
                          "(`--format json` lists every finding)")
-    rest = groups[MAX_GROUPS:]
+    rest = groups[max_groups:]
     if rest:
         names = [_module_title(g[0], run) + (f" x{len(g)}" if len(g) > 1 else "") for g in rest]
         lines.append("")
         lines.append(f"... and {sum(len(g) for g in rest)} more module(s) with findings: " + _name_list(names)
                      + " (`--format json` lists every finding)")
     return lines
+
+
+def _group_rows(group: list[ModuleResult]) -> list[tuple[ModuleResult, Finding]]:
+    """The findings of a group's variants, each distinct one once, in module order."""
+    seen: set[tuple] = set()
+    rows = []
+    for module in group:
+        for finding in _ordered(module):
+            key = (finding.kind, str(finding.severity), finding.op, finding.location, finding.message)
+            if key not in seen:
+                seen.add(key)
+                rows.append((module, finding))
+    return rows
 
 
 def _clean_lines(clean: list[ModuleResult], run: Run, style: Style) -> list[str]:
