@@ -127,3 +127,24 @@ def test_shape_polymorphic_vmap_dynamic_update_slice_runs_as_x32_jax(spelling, i
             want = np.asarray(jax.jit(reference.call)(x, u, i))
         assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (batch, n, indices, got, want)
         assert (got < 0).any()  # the updates landed
+
+
+REPRODUCTION = """
+func.func @main(%x: tensor<3xi64>) -> tensor<3xi64> {
+  %c = stablehlo.constant dense<9223372036854775807> : tensor<ui64>
+  %0 = stablehlo.convert %c : (tensor<ui64>) -> tensor<i64>
+  %1 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<i64>) -> tensor<3xi64>
+  %2 = stablehlo.minimum %x, %1 : tensor<3xi64>
+  return %2 : tensor<3xi64>
+}"""
+
+
+@pytest.mark.parametrize("overflow", ["error", "saturate", "wrap"])
+def test_int64_max_spelled_ui64_reproduction_from_the_issue(overflow):
+    """Issue 15, reproduction 4: refused by default; with saturate/wrap `4294967295 : ui32`,
+    which the convert turned into -1, so every index became -1 with only a warning."""
+    result = narrow_quietly(REPRODUCTION, overflow=overflow)
+    assert [f.kind for f in result.findings if f.severity is not x64guard.Severity.INFO] == []
+    assert "dense<2147483647> : tensor<ui32>" in result.text and "4294967295" not in result.text
+    (out,) = run_text(result.text, [np.array([5, -7, 2**31 - 1], np.int32)])
+    assert out.tolist() == [5, -7, 2**31 - 1]
