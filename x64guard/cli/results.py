@@ -14,7 +14,7 @@ from pathlib import Path
 import x64guard
 from x64guard import mlir
 from x64guard.cli.inputs import FORMAT_NAMES, Format, InputError, Unit, function_name, read_units
-from x64guard.cli.where import ModulePosition, Source, module_position, parse_origin, relative, source_of
+from x64guard.cli.where import ModulePosition, Source, module_position, parse_origin, source_of
 from x64guard.findings import SEVERITY_RANK, Finding, Severity
 from x64guard.passes.tables import TARGET_PROFILES
 
