@@ -130,3 +130,51 @@ func.func @main() -> tensor<100000xi64> {{
     (finding,) = info.value.findings
     assert "99999 value(s) (1099511627776, 1099511627776, 1099511627776)" in finding.message
     assert len(str(info.value)) < 1000
+
+
+# Quantized StableHLO: jaxlib 0.10's bindings register no quant dialect (issue 15).
+QUANTIZED = """
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.uniform_quantize %x : (tensor<4xf32>) -> tensor<4x!quant.uniform<i8:f32, 0.1:3>>
+  %1 = stablehlo.uniform_dequantize %0 : (tensor<4x!quant.uniform<i8:f32, 0.1:3>>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}"""
+
+
+@pytest.mark.parametrize("entry", ["narrow", "check"])
+def test_quantized_module_says_the_quant_dialect_is_missing_and_what_to_do(entry):
+    with pytest.raises(ValueError) as info:
+        getattr(x64guard, entry)(QUANTIZED)
+    message = str(info.value)
+    assert "quantized types (!quant.uniform)" in message and "do not include the quant dialect" in message
+    assert "stablehlo-legalize-quant-to-math" in message and "float model" in message
+
+
+def test_quantized_module_through_the_command_line_is_one_line(tmp_path):
+    from tests.cli.conftest import run_cli
+    path = tmp_path / "quantized.mlir"
+    path.write_text(QUANTIZED)
+    result = run_cli("check", path)
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "do not include the quant dialect" in line and "internal error" not in line
+
+
+def test_quantized_type_with_a_64bit_expressed_type_is_refused_naming_the_quant_dialect():
+    text = """
+func.func @main(%x: tensor<4x!quant.uniform<i8:f64, 0.1:3>>) -> tensor<4x!quant.uniform<i8:f64, 0.1:3>> {
+  return %x : tensor<4x!quant.uniform<i8:f64, 0.1:3>>
+}"""
+    report = x64guard.check(text)
+    (finding,) = [f for f in report.findings if f.kind == "unsupported-type"]
+    assert "quant dialect" in finding.message and not report.ok
+
+
+def test_stablehlo_type_errors_that_only_mention_quantized_types_get_no_quant_hint():
+    """StableHLO's verifier lists 'quantized' among the allowed types of most ops: only a
+    module that spells a !quant type gets the quant advice."""
+    with pytest.raises(ValueError) as info:
+        x64guard.check("func.func @f(%x: tensor<3xf64>) -> tensor<3xi1> {\n"
+                       "  %0 = stablehlo.add %x, %x : (tensor<3xf64>, tensor<3xf64>) -> tensor<3xi1>\n"
+                       "  return %0 : tensor<3xi1>\n}")
+    assert "quant dialect" not in str(info.value)

@@ -87,8 +87,14 @@ def clone(module: ir.Module) -> ir.Module:
     with module.context, source.location:
         copy = source.clone()
         fresh = ir.Module.create(source.location)
-        for name in source.attributes:
-            fresh.operation.attributes[name] = copy.attributes[name]
+        try:
+            for name in source.attributes:
+                fresh.operation.attributes[name] = copy.attributes[name]
+        except TypeError:
+            # A module attribute the bindings cannot read (complex dense elements, a
+            # location): copy the whole module through bytecode instead.
+            copy.erase()
+            return ir.Module.parse(_to_bytecode(source))
         for op in list(copy.regions[0].blocks[0].operations):
             fresh.body.append(op)
         copy.erase()
@@ -126,7 +132,30 @@ def _parse_text(text: str) -> ir.Module:
         with make_context():
             return ir.Module.parse(encoded)  # the bytes already made: no second copy of a large text
     except ir.MLIRError as exc:
-        raise ValueError(f"x64guard: the input is not a valid MLIR module: {_first_diagnostic(exc)}") from None
+        raise ValueError(f"x64guard: the input is not a valid MLIR module: {_first_diagnostic(exc)}"
+                         + _quantized_hint(exc)) from None
+
+
+def _quantized_hint(exc: Exception) -> str:
+    """Why a quantized module fails to read, and what to do: jaxlib's bindings register no
+    `quant` dialect, so `!quant.uniform` types parse as opaque types that StableHLO's
+    uniform_quantize / dequantize / quantized ops then reject."""
+    diagnostics = [str(d.message) for d in getattr(exc, "error_diagnostics", None) or []]
+    if not any("!quant." in text for text in [str(exc), *diagnostics]):
+        return ""
+    return (f". This module uses quantized types (!quant.uniform): the MLIR bindings in jaxlib "
+            f"{_jaxlib_version()} do not include the quant dialect, so x64guard cannot read quantized "
+            "StableHLO. Quantized storage types are 8-32-bit integers already; check the float model "
+            "before quantization instead, or lower the quantized ops to integer arithmetic first "
+            "(stablehlo-opt --stablehlo-legalize-quant-to-math)")
+
+
+def _jaxlib_version() -> str:
+    try:
+        import jaxlib
+        return jaxlib.__version__
+    except (ImportError, AttributeError):
+        return "(unknown version)"
 
 
 def _max_nesting(encoded: bytes) -> int:
@@ -200,7 +229,8 @@ def _read_bytecode(source: "bytes | str") -> tuple[ir.Module, SourceFormat]:
             try:
                 module = ir.Module.parseFile(source) if isinstance(source, str) else ir.Module.parse(source)
             except ir.MLIRError as exc:
-                raise ValueError(f"x64guard: unreadable MLIR bytecode: {_first_diagnostic(exc)}") from None
+                raise ValueError(f"x64guard: unreadable MLIR bytecode: {_first_diagnostic(exc)}"
+                                 + _quantized_hint(exc)) from None
             except UnicodeDecodeError:
                 raise
             except (ValueError, RuntimeError) as exc:  # e.g. "SmallVector unable to grow" from the reader

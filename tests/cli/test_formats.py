@@ -17,6 +17,11 @@ from tests.cli.conftest import PROGRAMS, ROOT, run_cli
 from x64guard.passes.tables import TARGET_PROFILES
 
 REL_PROGRAMS = PROGRAMS.relative_to(ROOT).as_posix()
+
+
+def rel(path) -> str:
+    """How reports name a path: relative to the working directory (ROOT) when inside it."""
+    return os.path.relpath(path, ROOT) if not os.path.relpath(path, ROOT).startswith("..") else str(path)
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -46,28 +51,47 @@ def test_json_header_and_summary(json_report):
 
 def test_json_findings_are_the_cores_field_by_field(json_report, artifacts, f64_line):
     f64_file, clean_file = json_report["files"]
-    assert f64_file["path"] == str(artifacts["f64.mlir"]) and f64_file["format"] == "mlir-text"
+    assert f64_file["path"] == rel(artifacts["f64.mlir"]) and f64_file["format"] == "mlir-text"
     assert f64_file["error"] is None
     (module,) = f64_file["modules"]
     assert module["name"] == "jit_f64_model" and module["function"] == "f64_model"
-    assert module["passed"] is False and module["label"] is None
-    assert module["origin"].startswith(str(ROOT / "tests" / "cli" / "conftest.py") + ":")
+    assert module["passed"] is False and module["label"] is None and module["repeats"] == 1
+    assert module["origin"].startswith("tests/cli/conftest.py:")
     core = x64guard.check(artifacts["f64.mlir"].read_text(), target="x32").findings
-    assert [{k: v for k, v in f.items() if k != "source"} for f in module["findings"]] == [f.to_dict() for f in core]
+    core_fields = [f.to_dict() for f in core]
+    for entry in core_fields:  # paths relative to the working directory, as in text and SARIF
+        entry["location"] = entry["location"].replace(str(ROOT) + "/", "")
+    assert [{k: v for k, v in f.items() if k not in ("source", "position")} for f in module["findings"]] == core_fields
     cosine = next(f for f in module["findings"] if f["op"] == "stablehlo.cosine")
-    assert cosine["source"] == {"file": str(PROGRAMS), "path": REL_PROGRAMS, "line": f64_line,
-                                "column": cosine["source"]["column"], "in_function": None}
-    assert cosine["location"] == f"{PROGRAMS}:{f64_line}:{cosine['source']['column']}"
+    assert cosine["source"] == {"path": REL_PROGRAMS, "line": f64_line, "column": cosine["source"]["column"],
+                                "in_function": None}
+    assert cosine["location"] == f"{REL_PROGRAMS}:{f64_line}:{cosine['source']['column']}"
+    assert cosine["position"] is None
     signature = next(f for f in module["findings"] if f["op"] == "func.func")
     assert signature["source"] is None and signature["location"] == "@main"
+    assert signature["position"] == {"module": "jit_f64_model", "function": "main", "op_index": None,
+                                     "path": rel(artifacts["f64.mlir"]), "anchor": signature["position"]["anchor"]}
+    assert signature["position"]["anchor"]["path"] == "tests/cli/conftest.py"
     assert clean_file["modules"][0]["passed"] is True and clean_file["modules"][0]["findings"] == []
+
+
+def test_every_json_finding_has_a_source_or_a_module_position(json_report):
+    findings = [f for file in json_report["files"] for m in file["modules"] for f in m["findings"]]
+    assert findings
+    for finding in findings:
+        assert (finding["source"] is None) != (finding["position"] is None), finding
+
+
+def test_json_paths_are_relative_like_text_and_sarif(json_report):
+    text = json.dumps(json_report)
+    assert str(ROOT) + "/" not in text
 
 
 def test_json_unreadable_file(artifacts):
     result = run_cli("check", "--format", "json", artifacts["empty.mlir"])
     report = json.loads(result.stdout)
     assert result.returncode == 2 and report["exit_code"] == 2
-    assert report["files"] == [{"path": str(artifacts["empty.mlir"]), "format": None,
+    assert report["files"] == [{"path": rel(artifacts["empty.mlir"]), "format": None,
                                 "error": "the file is empty (no module to read)", "modules": []}]
 
 

@@ -118,3 +118,102 @@ def test_gate_environment_keeps_jax_enable_x64_as_it_is(tmp_path):
     with_torch = dump_environment(tmp_path, base={}, torch_xla=True)
     assert with_torch["XLA_SAVE_TENSORS_FILE"] == str(tmp_path / "torch_xla" / "graphs.txt")
     assert with_torch["XLA_SAVE_TENSORS_FMT"] == "stablehlo"
+
+
+# --- issue 15: the gate's reports agree with each other and with `check` on the kept dump ---
+
+@pytest.fixture(scope="module")
+def x64_suite(tmp_path_factory):
+    """A small float64 suite that compiles the same functions for several shapes and runs
+    eager ops (JAX compiles a module per eager op): repeated compilations to merge."""
+    root = tmp_path_factory.mktemp("x64_suite")
+    (root / "test_x64.py").write_text(textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+        import pytest
+
+        jax.config.update("jax_enable_x64", True)
+
+        @jax.jit
+        def scale(x):
+            return x * 2.0
+
+        @jax.jit
+        def count(x):
+            return jnp.sum(x > 0)
+
+        @pytest.mark.parametrize("n", [1, 2, 3, 4])
+        def test_scale(n):
+            assert float(scale(jnp.ones(n))[0]) == 2.0
+            assert int(count(jnp.ones(n))) == n
+
+        def test_eager():
+            x = jnp.arange(3.0)
+            assert float((x + 1.0).sum()) == 6.0
+    """))
+    keep = root / "dumps"
+    result = run_cli("gate", "--keep", keep, "--format", "json", "--", *PYTEST, "test_x64.py", cwd=root)
+    assert result.returncode == 1, result.stderr
+    return root, keep, json.loads(result.stdout)
+
+
+def _module_keys(report):
+    return sorted((m["name"], m["repeats"], len(m["findings"])) for f in report["files"] for m in f["modules"])
+
+
+def test_check_on_a_kept_dump_merges_repeated_compilations_as_the_gate_does(x64_suite):
+    root, keep, gate = x64_suite
+    result = run_cli("check", "--format", "json", keep, cwd=root)
+    assert result.returncode == 1, result.stderr
+    check = json.loads(result.stdout)
+    for field in ("modules", "compilations", "findings", "ops", "failing", "by_severity", "by_kind"):
+        assert check["summary"][field] == gate["summary"][field], field
+    assert _module_keys(check) == _module_keys(gate)
+    assert gate["summary"]["compilations"] == gate["gate"]["dumped_files"] > gate["summary"]["modules"]
+    assert any(m["repeats"] > 1 for f in gate["files"] for m in f["modules"])
+    text = run_cli("check", keep, cwd=root).stdout
+    assert f"{gate['summary']['compilations']} compilation dump(s) read, {gate['summary']['modules']} distinct" in text
+
+
+def test_gate_json_paths_are_relative_and_every_finding_is_placed(x64_suite):
+    root, _, gate = x64_suite
+    assert str(root) not in json.dumps(gate)  # the suite runs in root: paths inside it are relative
+    assert gate["gate"]["dump_dir"] == "dumps"
+    findings = [f for file in gate["files"] for m in file["modules"] for f in m["findings"]]
+    assert findings and all((f["source"] is None) != (f["position"] is None) for f in findings)
+    signature = next(f for f in findings if f["op"] == "func.func")
+    assert signature["position"]["function"] == "main" and signature["position"]["path"].startswith("dumps/jax/")
+    scale = next(f for f in findings if f["op"] == "stablehlo.multiply")
+    assert scale["source"]["path"] == "test_x64.py"
+
+
+def test_no_torch_xla_folder_or_flag_when_torch_xla_dumped_nothing(x64_suite):
+    _, keep, gate = x64_suite
+    assert sorted(p.name for p in keep.iterdir()) == ["jax"]
+    assert gate["gate"]["torch_xla"] is False
+
+
+def test_text_report_leads_with_the_summary_and_caps_long_listings(x64_suite, monkeypatch):
+    from x64guard.cli import formats
+    from x64guard.cli.results import Run, check_file, merge_repeated_compilations
+    root, keep, gate = x64_suite
+    text = run_cli("gate", "--", *PYTEST, "test_x64.py", cwd=root).stdout
+    lines = text.splitlines()
+    lines = lines[next(i for i, line in enumerate(lines) if line.startswith("x64guard gate --target")):]
+    assert lines[2] == "" and lines[3] == "Summary"  # after the header and the command's line
+    verdict = next(i for i, line in enumerate(lines) if line.startswith("FAIL: "))
+    assert verdict < next(i for i, line in enumerate(lines) if line.startswith("jit("))
+    assert lines[-1].startswith("FAIL: ")
+    # Caps: a run with more groups and findings than the limits lists what is left.
+    run = Run("check", "x32", "error")
+    run.files = merge_repeated_compilations([check_file(str(p), "x32") for p in sorted((keep / "jax").iterdir())])
+    full = formats.render_text(run, formats.Style(False))
+    assert "more finding(s) here" not in full  # a short report is printed whole
+    monkeypatch.setattr(formats, "UNCAPPED_LINES", 0)
+    monkeypatch.setattr(formats, "MAX_FINDINGS_PER_GROUP", 1)
+    fewer_findings = formats.render_text(run, formats.Style(False))
+    assert "more finding(s) here (`--format json` lists every finding)" in fewer_findings
+    monkeypatch.setattr(formats, "MAX_GROUPS", 1)
+    one_group = formats.render_text(run, formats.Style(False))
+    assert "more module(s) with findings: " in one_group
+    assert len(one_group.splitlines()) < len(fewer_findings.splitlines()) < len(full.splitlines())

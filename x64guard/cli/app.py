@@ -135,7 +135,7 @@ def _main(argv: list[str]) -> int:
 
 def _check(args) -> int:
     from x64guard.cli.inputs import discover
-    from x64guard.cli.results import Run, check_file
+    from x64guard.cli.results import Run, check_file, merge_repeated_compilations
     from x64guard.cli.term import Progress
 
     files = discover(args.paths)
@@ -148,6 +148,7 @@ def _check(args) -> int:
             run.files.append(check_file(path, args.target, stdin_data if path == "-" else None))
     finally:
         progress.close()
+    run.files = merge_repeated_compilations(run.files)  # a kept `gate` dump reads as the gate read it
     return _emit(run, args)
 
 

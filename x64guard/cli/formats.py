@@ -2,7 +2,8 @@
 code-scanning dashboards, github for workflow-command annotations.
 
 Each renders the core's findings as they are (kind, severity, op, location, message,
-count); none decides anything.
+count); none decides anything. Where a finding is comes from `ModuleResult.locate` (a
+source line or a position in the module, x64guard/cli/where.py) in every format.
 """
 
 from __future__ import annotations
@@ -12,15 +13,24 @@ import json
 from pathlib import Path
 
 import x64guard
-from x64guard.cli.results import (SEVERITIES, ModuleResult, Run, Source, format_name, relative,
+from x64guard.cli.results import (SEVERITIES, ModuleResult, Run, format_name, is_compilation_dump,
                                   target_description)
 from x64guard.cli.term import Style
+from x64guard.cli.where import ModulePosition, Source, display_location, relative
 from x64guard.findings import Finding
 
 FORMATS = ("text", "json", "sarif", "github")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 _GITHUB_COMMAND = {"error": "error", "warning": "warning", "info": "notice"}
+
+# The text report stays short on large suites: modules (grouped by jitted function) listed
+# with their findings, findings per group, and names in one-line lists. JSON lists all.
+# A report of up to UNCAPPED_LINES finding lines is printed whole.
+UNCAPPED_LINES = 60
+MAX_GROUPS = 25
+MAX_FINDINGS_PER_GROUP = 12
+MAX_NAMES = 30
 
 
 def render(run: Run, fmt: str, style: Style | None = None) -> str:
@@ -41,47 +51,108 @@ def one_column(source: Source) -> int:
     return max(source.column, 1)
 
 
-def relative_location(where: str) -> str:
-    """`/abs/path/f.py:8:6` with the path made relative to the working directory."""
-    file, sep, rest = where.rpartition(":")
-    file2, sep2, line = file.rpartition(":")
-    if sep and sep2 and line.isdigit() and rest.isdigit():
-        return f"{relative(file2)}:{line}:{rest}"
-    return relative(where) if not sep else where
-
-
 # text
 
 def render_text(run: Run, style: Style) -> str:
-    out: list[str] = []
-    head = f"x64guard {run.command} --target {run.target} ({target_description(run.target)})"
-    out.append(style(head, "bold"))
+    """The summary first (counts, kinds, verdict), then the modules with findings grouped
+    by jitted function, failing groups first, capped (`--format json` lists everything);
+    the verdict again at the end when details were listed."""
+    out: list[str] = [style(f"x64guard {run.command} --target {run.target} ({target_description(run.target)})", "bold")]
     if run.gate:
         out.append(_gate_line(run))
-    clean: list[str] = []
-    for file in run.files:
-        if file.error is not None:
-            out.append("")
-            out.append(f"{style(file.path, 'bold')}: {style.severity('error')}: cannot read: {file.error}")
-            continue
-        for module in file.modules:
-            if not module.findings:
-                clean.append(_module_title(module, run) + (f" x{module.repeats}" if module.repeats > 1 else ""))
-                continue
-            out.append("")
-            out.append(style(_module_title(module, run), "bold") + _module_suffix(module, run))
-            shown: set[tuple[str, str]] = set()
-            for finding in _ordered(module):
-                out.append("  " + _finding_line(module, finding, style, shown))
-    if clean:
-        out.append("")
-        if run.gate:
-            out.append(f"{len(clean)} module(s) without findings: " + ", ".join(clean))
-        else:
-            out.extend(f"{title}: {style('ok', 'green')}" for title in clean)
+    elif run.compilations != len(run.modules):
+        out.append(f"{run.compilations} compilation dump(s) read, {len(run.modules)} distinct "
+                   "(repeated compilations with the same findings are merged)")
     out.append("")
     out.extend(_summary_table(run, style))
+    details: list[str] = []
+    for file in run.errors[:MAX_GROUPS]:
+        details.append(f"{style(file.path, 'bold')}: {style.severity('error')}: cannot read: {file.error}")
+    if len(run.errors) > MAX_GROUPS:
+        details.append(f"... and {len(run.errors) - MAX_GROUPS} more unreadable file(s)")
+    groups = _groups([m for m in run.modules if m.findings], run)
+    if groups:
+        if details:
+            details.append("")
+        details.extend(_group_lines(groups, run, style))
+    clean = [m for m in run.modules if not m.findings]
+    if clean:
+        details.append("")
+        details.extend(_clean_lines(clean, run, style))
+    if details:
+        out.append("")
+        out.extend(details)
+        if groups or run.errors:
+            out.append("")
+            out.append(verdict(run, style))
     return "\n".join(out) + "\n"
+
+
+def _groups(modules: list[ModuleResult], run: Run) -> list[list[ModuleResult]]:
+    """Modules grouped by title (a jitted function compiled for several shapes is one
+    group), groups with failing findings first, otherwise in the order they were read."""
+    by_title: dict[str, list[ModuleResult]] = {}
+    for module in modules:
+        by_title.setdefault(_module_title(module, run), []).append(module)
+    groups = list(by_title.values())
+    return sorted(groups, key=lambda g: not any(m.failing(run.fail_on) for m in g))
+
+
+def _group_lines(groups: list[list[ModuleResult]], run: Run, style: Style) -> list[str]:
+    rows_per_group = [_group_rows(group) for group in groups]
+    capped = sum(len(rows) for rows in rows_per_group) > UNCAPPED_LINES
+    max_groups = MAX_GROUPS if capped else len(groups)
+    max_rows = MAX_FINDINGS_PER_GROUP if capped else None
+    count = sum(len(g) for g in groups)
+    head = f"{count} module(s) with findings"
+    if len(groups) > max_groups:
+        head += f"; the first {max_groups} of {len(groups)} groups shown"
+    lines = [style(head + ":", "bold")]
+    advice_shown: set[tuple[str, str]] = set()
+    for group, rows in zip(groups[:max_groups], rows_per_group):
+        first = group[0]
+        title = style(_module_title(first, run), "bold") + _module_suffix(first, run)
+        if len(group) > 1:
+            title += f" [{len(group)} variants with different findings]"
+        lines.append("")
+        lines.append(title)
+        lines.extend("  " + _finding_line(module, finding, style, advice_shown)
+                     for module, finding in rows[:max_rows])
+        if max_rows is not None and len(rows) > max_rows:
+            lines.append(f"  ... and {len(rows) - max_rows} more finding(s) here "
+                         "(`--format json` lists every finding)")
+    rest = groups[max_groups:]
+    if rest:
+        names = [_module_title(g[0], run) + (f" x{len(g)}" if len(g) > 1 else "") for g in rest]
+        lines.append("")
+        lines.append(f"... and {sum(len(g) for g in rest)} more module(s) with findings: " + _name_list(names)
+                     + " (`--format json` lists every finding)")
+    return lines
+
+
+def _group_rows(group: list[ModuleResult]) -> list[tuple[ModuleResult, Finding]]:
+    """The findings of a group's variants, each distinct one once, in module order."""
+    seen: set[tuple] = set()
+    rows = []
+    for module in group:
+        for finding in _ordered(module):
+            key = (finding.kind, str(finding.severity), finding.op, finding.location, finding.message)
+            if key not in seen:
+                seen.add(key)
+                rows.append((module, finding))
+    return rows
+
+
+def _clean_lines(clean: list[ModuleResult], run: Run, style: Style) -> list[str]:
+    titles = [_module_title(m, run) + (f" x{m.repeats}" if m.repeats > 1 else "") for m in clean]
+    if run.gate or len(clean) > MAX_NAMES or any(is_compilation_dump(m) for m in clean):
+        return [f"{len(clean)} module(s) without findings: " + _name_list(titles)]
+    return [f"{title}: {style('ok', 'green')}" for title in titles]
+
+
+def _name_list(names: list[str]) -> str:
+    listed = ", ".join(names[:MAX_NAMES])
+    return listed + (f", ... ({len(names) - MAX_NAMES} more)" if len(names) > MAX_NAMES else "")
 
 
 def _gate_line(run: Run) -> str:
@@ -95,7 +166,7 @@ def _gate_line(run: Run) -> str:
 
 def _module_title(module: ModuleResult, run: Run) -> str:
     unit = module.unit
-    if run.gate:
+    if run.gate or is_compilation_dump(module):
         return f"jit({unit.function})" if unit.function else f"module @{unit.name or '?'}"
     name = f" @{unit.name}" if unit.name else ""
     return f"{unit.display} [{format_name(unit.format)}{name}]"
@@ -104,17 +175,17 @@ def _module_title(module: ModuleResult, run: Run) -> str:
 def _module_suffix(module: ModuleResult, run: Run) -> str:
     unit = module.unit
     parts = []
-    if run.gate:
+    if run.gate or is_compilation_dump(module):
         source = module.primary_source(run.fail_on)
         if source:
             parts.append(f" at {source.display()}")
-        if unit.origin and (source is None or relative_location(unit.origin) != source.display()):
-            parts.append(f", called from {relative_location(unit.origin)}")
+        if unit.origin and (source is None or display_location(unit.origin) != source.display()):
+            parts.append(f", called from {display_location(unit.origin)}")
         dumps = f", {module.repeats} dumps like" if module.repeats > 1 else ","
         parts.append(f" (module @{unit.name}{dumps} {Path(unit.path).name})" if unit.name
                      else f" ({Path(unit.path).name})")
     elif unit.function:
-        parts.append(f" (jit({unit.function})" + (f", called from {relative_location(unit.origin)})"
+        parts.append(f" (jit({unit.function})" + (f", called from {display_location(unit.origin)})"
                                                  if unit.origin else ")"))
     return "".join(parts)
 
@@ -128,10 +199,14 @@ def _ordered(module: ModuleResult) -> list[Finding]:
 
 
 def _finding_line(module: ModuleResult, finding: Finding, style: Style, shown: set) -> str:
-    """`file:line:col: severity: op (xN): message [kind]`. The core's messages say what
-    happened, then `; ` what to do: the advice is printed once per module and kind."""
-    source = module.source(finding)
-    where = source.display() + (f" (in @{source.function})" if source.function else "") if source else finding.location
+    """`file:line:col: severity: op (xN): message [kind]` (`@main op #4: ...` without a
+    source line). The core's messages say what happened, then `; ` what to do: the advice
+    is printed once per report and kind."""
+    where = module.locate(finding)
+    if isinstance(where, Source):
+        place = where.display() + (f" (in @{where.function})" if where.function else "")
+    else:
+        place = _position_text(where, finding)
     times = f" (x{finding.count})" if finding.count > 1 else ""
     what, sep, advice = finding.message.partition("; ")
     message = finding.message
@@ -139,8 +214,18 @@ def _finding_line(module: ModuleResult, finding: Finding, style: Style, shown: s
         message = what
     elif sep:
         shown.add((finding.kind, advice))
-    return (f"{where}: {style.severity(str(finding.severity))}: {finding.op}{times}: {message} "
+    return (f"{place}: {style.severity(str(finding.severity))}: {finding.op}{times}: {message} "
             + style(f"[{finding.kind}]", "dim"))
+
+
+def _position_text(position: ModulePosition, finding: Finding) -> str:
+    """A position inside the module its group names: `@main (signature)`, `@main op #4`."""
+    if position.function is None:
+        return finding.location
+    text = f"@{position.function}"
+    if position.op_index is not None:
+        return f"{text} op #{position.op_index}"
+    return text + (" (signature)" if finding.op == "func.func" else "")
 
 
 def _summary_table(run: Run, style: Style) -> list[str]:
@@ -187,11 +272,13 @@ def verdict(run: Run, style: Style | None = None) -> str:
 # json
 
 def finding_json(module: ModuleResult, finding: Finding) -> dict:
-    source = module.source(finding)
+    """The core's fields (the location with its path made relative), plus where the finding
+    is: a `source` line, or else its `position` in the module, never neither."""
+    where = module.locate(finding)
     data = finding.to_dict()
-    data["source"] = None if source is None else {
-        "file": source.file, "path": relative(source.file), "line": source.line,
-        "column": source.column, "in_function": source.function}
+    data["location"] = display_location(finding.location)
+    data["source"] = where.to_json() if isinstance(where, Source) else None
+    data["position"] = where.to_json() if isinstance(where, ModulePosition) else None
     return data
 
 
@@ -204,19 +291,21 @@ def to_json(run: Run) -> dict:
         "fail_on": run.fail_on,
         "exit_code": run.exit_code(),
         "summary": {
-            "files": len(run.files), "modules": len(run.modules), "unreadable": len(run.errors),
+            "files": len(run.files), "modules": len(run.modules), "compilations": run.compilations,
+            "unreadable": len(run.errors),
             "findings": len(run.findings), "ops": sum(f.count for f in run.findings),
             "failing": len(run.failing()),
             "by_severity": run.counts_by_severity(),
             "by_kind": {k: {"places": p, "ops": o} for k, (p, o) in kinds.items()},
         },
         "files": [{
-            "path": file.path,
+            "path": relative(file.path),
             "format": str(file.format) if file.format else None,
             "error": file.error,
             "modules": [{
                 "name": m.unit.name, "function": m.unit.function, "label": m.unit.label,
-                "origin": m.unit.origin, "passed": not m.failing(run.fail_on),
+                "origin": display_location(m.unit.origin) if m.unit.origin else None,
+                "repeats": m.repeats, "passed": not m.failing(run.fail_on),
                 "findings": [finding_json(m, f) for f in m.findings],
             } for m in file.modules],
         } for file in run.files],
@@ -278,50 +367,55 @@ def _artifact(path: str) -> dict:
 
 
 def _sarif_result(run: Run, module: ModuleResult, finding: Finding, index: int) -> dict:
-    source = module.source(finding)
+    where = module.locate(finding)
+    source = where if isinstance(where, Source) else None
     unit = module.unit
-    where = f"module @{unit.name}" if unit.name else unit.display
     text = f"{finding.op}{f' (x{finding.count})' if finding.count > 1 else ''}: {finding.message}"
     if source is None:
-        text += f" ({where}, {finding.location})"
+        text += f" (at {where.display()})"
     result = {
         "ruleId": finding.kind,
         "ruleIndex": index,
         "level": _SARIF_LEVEL[str(finding.severity)],
         "message": {"text": text},
         "partialFingerprints": {"x64guardFinding/v1": _fingerprint(unit.name, finding, source)},
-        "properties": {"op": finding.op, "count": finding.count, "location": finding.location,
+        "properties": {"op": finding.op, "count": finding.count, "location": display_location(finding.location),
                        "module": unit.name, "function": unit.function,
-                       "file": Path(unit.display).name if unit.ephemeral else unit.display},
+                       "file": Path(unit.display).name if unit.ephemeral else relative(unit.display)},
     }
-    location = _sarif_location(module, source, run)
-    if location is not None:
-        if unit.name:
-            location["logicalLocations"] = [{"name": unit.function or unit.name, "kind": "function"}]
-        result["locations"] = [location]
+    location = _sarif_location(module, where, run)
+    location["logicalLocations"] = [_logical_location(module, where)]
+    result["locations"] = [location]
     return result
 
 
-def _sarif_location(module: ModuleResult, source: Source | None, run: Run) -> dict | None:
-    if source is not None:
-        return {"physicalLocation": {"artifactLocation": _artifact(source.file),
-                                     "region": {"startLine": max(source.line, 1),
-                                                "startColumn": one_column(source)}}}
-    if not module.unit.ephemeral and module.unit.path != "<stdin>":
-        return {"physicalLocation": {"artifactLocation": _artifact(module.unit.path)}}
-    anchor = _anchor(module, run)  # a gate dump is gone: the call site, else the function's line
+def _logical_location(module: ModuleResult, where: Source | ModulePosition) -> dict:
+    unit = module.unit
+    if isinstance(where, ModulePosition) and where.function:
+        name = f"@{where.function}" + (f" op #{where.op_index}" if where.op_index is not None else "")
+        qualified = f"{unit.name or unit.display}/{name}"
+        return {"name": name, "fullyQualifiedName": qualified, "kind": "function"}
+    return {"name": unit.function or unit.name or unit.display, "kind": "function"}
+
+
+def _sarif_location(module: ModuleResult, where: Source | ModulePosition, run: Run) -> dict:
+    """Every result has a location: its source line; else the module's file; else where a
+    removed gate dump was called from (or its first located finding); else the logical
+    location alone (added by the caller)."""
+    if isinstance(where, Source):
+        return {"physicalLocation": {"artifactLocation": _artifact(where.file),
+                                     "region": {"startLine": max(where.line, 1), "startColumn": one_column(where)}}}
+    if where.file:
+        return {"physicalLocation": {"artifactLocation": _artifact(where.file)}}
+    anchor = where.anchor or module.primary_source(run.fail_on)
     if anchor is not None:
         return {"physicalLocation": {"artifactLocation": _artifact(anchor.file),
                                      "region": {"startLine": max(anchor.line, 1)}}}
-    return None
-
-
-def _anchor(module: ModuleResult, run: Run) -> Source | None:
-    return module.call_site() or module.primary_source(run.fail_on)
+    return {}
 
 
 def _fingerprint(module_name: str | None, finding: Finding, source: Source | None) -> str:
-    where = f"{relative(source.file)}:{source.line}:{source.column}" if source else finding.location
+    where = f"{source.path}:{source.line}:{source.column}" if source else finding.location
     key = "\0".join([finding.kind, finding.op, where, module_name or ""])
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
@@ -349,19 +443,18 @@ def render_github(run: Run) -> str:
 
 
 def _github_line(module: ModuleResult, finding: Finding, run: Run) -> str:
-    source = module.source(finding)
+    where = module.locate(finding)
     unit = module.unit
     props = []
-    if source is not None:
-        props += [f"file={_escape_property(relative(source.file))}", f"line={max(source.line, 1)}",
-                  f"col={one_column(source)}"]
-    elif not unit.ephemeral and unit.path != "<stdin>":
-        props.append(f"file={_escape_property(relative(unit.path))}")
-    elif (anchor := _anchor(module, run)) is not None:
-        props += [f"file={_escape_property(relative(anchor.file))}", f"line={max(anchor.line, 1)}"]
+    if isinstance(where, Source):
+        props += [f"file={_escape_property(where.path)}", f"line={max(where.line, 1)}", f"col={one_column(where)}"]
+    elif where.file:
+        props.append(f"file={_escape_property(relative(where.file))}")
+    elif (anchor := where.anchor or module.primary_source(run.fail_on)) is not None:
+        props += [f"file={_escape_property(anchor.path)}", f"line={max(anchor.line, 1)}"]
     props.append(f"title={_escape_property('x64guard ' + finding.kind)}")
-    who = f"jit({unit.function})" if unit.function else (f"@{unit.name}" if unit.name else unit.display)
+    who = f"jit({unit.function})" if unit.function else (f"@{unit.name}" if unit.name else relative(unit.display))
     times = f" (x{finding.count})" if finding.count > 1 else ""
-    where = "" if source is not None else f" at {finding.location}"
-    message = f"{who}: {finding.op}{times}{where}: {finding.message}"
+    at = "" if isinstance(where, Source) else f" at {_position_text(where, finding)}"
+    message = f"{who}: {finding.op}{times}{at}: {finding.message}"
     return f"::{_GITHUB_COMMAND[str(finding.severity)]} {','.join(props)}::{_escape_data(message)}"

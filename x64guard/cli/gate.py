@@ -23,7 +23,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from x64guard.cli.results import FileResult, ModuleResult, Run, check_file
+from x64guard.cli.results import FileResult, Run, check_file, merge_repeated_compilations
+from x64guard.cli.where import relative
 
 
 class UsageError(Exception):
@@ -32,7 +33,7 @@ class UsageError(Exception):
 
 JAX_DUMP_SUBDIR = "jax"
 TORCH_XLA_SUBDIR = "torch_xla"
-TORCH_XLA_FILE = "graphs.txt"
+TORCH_XLA_FILE = "graphs.txt"  # inputs.TORCH_XLA_GRAPH_FILE finds it in a kept dump
 
 
 def torch_xla_available() -> bool:
@@ -91,6 +92,9 @@ def run_gate(command: list[str], *, target: str, fail_on: str, keep: str | None 
         except PermissionError:
             raise UsageError(f"command not executable: {command[0]}") from None
         files = dumped_files(dump_root)
+        torch_xla_dumped = any(path.parent.name == TORCH_XLA_SUBDIR for path in files)
+        if not torch_xla_dumped:
+            _remove_if_empty(dump_root / TORCH_XLA_SUBDIR)  # prepared for torch-xla, which wrote nothing
         progress = progress_factory(len(files)) if progress_factory else None
         run = Run("gate", target, fail_on)
         for index, path in enumerate(files):
@@ -99,15 +103,16 @@ def run_gate(command: list[str], *, target: str, fail_on: str, keep: str | None 
             run.files.append(_check_dump(path, target, ephemeral=keep is None))
         if progress:
             progress.close()
-        run.files = _merge_repeats(run.files)
+        run.files = merge_repeated_compilations(run.files)
         run.gate = {
             "command": list(command),
             "command_line": shlex.join(command),
             "returncode": completed.returncode,
-            "dump_dir": str(dump_root),
+            "dump_dir": relative(str(dump_root)),
             "kept": keep is not None,
             "dumped_files": len(files),
-            "torch_xla": "XLA_SAVE_TENSORS_FILE" in env,
+            # torch-xla's graph dump was requested (it is installed) and it wrote graphs.
+            "torch_xla": torch_xla_dumped,
         }
         return run
     finally:
@@ -115,33 +120,15 @@ def run_gate(command: list[str], *, target: str, fail_on: str, keep: str | None 
             shutil.rmtree(dump_root, ignore_errors=True)
 
 
+def _remove_if_empty(directory: Path) -> None:
+    try:
+        directory.rmdir()
+    except OSError:  # missing, or not empty
+        pass
+
+
 def _check_dump(path: Path, target: str, ephemeral: bool) -> FileResult:
     result = check_file(str(path), target)
     for module in result.modules:
         module.unit.ephemeral = ephemeral
     return result
-
-
-def _merge_repeats(files: list[FileResult]) -> list[FileResult]:
-    """One entry per distinct (module name, findings): a test suite compiles the same
-    function for many shapes, and JAX compiles one tiny module per eager op it runs."""
-    seen: dict[tuple, ModuleResult] = {}
-    merged: list[FileResult] = []
-    for file in files:
-        if file.error is not None:
-            merged.append(file)
-            continue
-        kept = []
-        for module in file.modules:
-            key = (module.unit.name, module.unit.function,
-                   tuple((f.kind, str(f.severity), f.op, f.location, f.message) for f in module.findings))
-            if key in seen:
-                seen[key].repeats += 1
-                continue
-            seen[key] = module
-            kept.append(module)
-        if kept:
-            file.modules = kept
-            merged.append(file)
-    return merged
-

@@ -61,6 +61,10 @@ FORMAT_NAMES = {
 MODULE_SUFFIXES = (".mlir", ".mlirbc", ".bc", ".stablehlo", ".hlo", ".hlo.txt", ".hlo.pb",
                    ".before_optimizations.txt", ".exported", ".jax_exported", ".jaxexport")
 
+# torch-xla graph dumps as `x64guard gate --keep` leaves them (torch_xla/graphs.txt, one
+# more file per device ordinal): picked up by a directory search too.
+TORCH_XLA_GRAPH_FILE = re.compile(r"^graphs\.txt(?:\.\d+)?$")
+
 STDIN = "-"
 _PORTABLE_VERSION = re.compile(rb"ML\xefR.StableHLO_v(\d+\.\d+\.\d+)\x00", re.S)
 _MODULE_NAME = re.compile(r"^\s*module\s+@([\w.$-]+|\"[^\"]*\")", re.M)
@@ -100,7 +104,7 @@ def discover(paths: list[str]) -> list[str]:
         if path.is_dir():
             matches = sorted(
                 str(p) for p in path.rglob("*")
-                if p.is_file() and p.name.endswith(MODULE_SUFFIXES)
+                if p.is_file() and (p.name.endswith(MODULE_SUFFIXES) or TORCH_XLA_GRAPH_FILE.match(p.name))
                 and not any(part.startswith(".") for part in p.relative_to(path).parts))
             if not matches:
                 raise InputError(raw, "no module files in this directory (looked for "

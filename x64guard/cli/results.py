@@ -14,57 +14,17 @@ from pathlib import Path
 import x64guard
 from x64guard import mlir
 from x64guard.cli.inputs import FORMAT_NAMES, Format, InputError, Unit, function_name, read_units
+from x64guard.cli.where import ModulePosition, Source, module_position, parse_origin, source_of
 from x64guard.findings import SEVERITY_RANK, Finding, Severity
 from x64guard.passes.tables import TARGET_PROFILES
 
 SEVERITIES = [str(s) for s in sorted(SEVERITY_RANK, key=SEVERITY_RANK.get)]  # info, warning, error
 
-# The core's location forms: `/path/f.py:12:8`, `/path/f.py:12:8 (in @fn)`,
-# `line 3:5 of the input`, `@main op #4`, `@main`.
-_FILE_LOCATION = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<column>\d+)(?: \(in @(?P<function>[^)]*)\))?$")
-_FILE_LINE = re.compile(r"^(?P<file>.+?):(?P<line>\d+)$")  # torch-xla's frames: file:line
-_INPUT_LOCATION = re.compile(r"^line (?P<line>\d+):(?P<column>\d+) of the input$")
-
-
-@dataclasses.dataclass(frozen=True)
-class Source:
-    """A finding's place in a file someone can open."""
-
-    file: str                # as the module names it (absolute for JAX), or the input file
-    line: int
-    column: int
-    function: str | None = None   # the JAX library function the op came from ("in @fn")
-
-    def display(self) -> str:
-        return f"{relative(self.file)}:{self.line}:{self.column}"
-
-
-def source_of(finding: Finding, unit_path: str | None, unit_format: Format | None) -> Source | None:
-    """Where a finding is, as a file and line, or None when the module does not say."""
-    match = _FILE_LOCATION.match(finding.location)
-    if match and not match.group("file").startswith("<"):
-        return Source(match.group("file"), int(match.group("line")), int(match.group("column")),
-                      match.group("function"))
-    match = _INPUT_LOCATION.match(finding.location)
-    if match and unit_path and unit_format is Format.MLIR_TEXT and unit_path != "<stdin>":
-        return Source(unit_path, int(match.group("line")), int(match.group("column")))
-    return None
-
-
-def relative(path: str) -> str:
-    """`path` relative to the working directory when it is inside it, else unchanged."""
-    try:
-        resolved = Path(path).resolve()
-        return str(resolved.relative_to(Path.cwd().resolve()))
-    except (ValueError, OSError):
-        return path
-
-
 @dataclasses.dataclass
 class ModuleResult:
     unit: Unit
     findings: list[Finding]
-    repeats: int = 1              # gate: how many dumps had this module with these findings
+    repeats: int = 1              # how many compilation dumps had this module with these findings
 
     @property
     def name(self) -> str | None:
@@ -79,17 +39,21 @@ class ModuleResult:
         return [f for f in self.findings if SEVERITY_RANK[Severity(f.severity)] >= threshold]
 
     def source(self, finding: Finding) -> Source | None:
-        return source_of(finding, self.unit.path, self.unit.format)
+        """Where a finding is as a file and line, or None when the module does not say."""
+        text_file = self.unit.path if self.unit.format is Format.MLIR_TEXT and self.unit.path != "<stdin>" else None
+        return source_of(finding.location, text_file)
+
+    def locate(self, finding: Finding) -> Source | ModulePosition:
+        """A Source when there is one, else the finding's position in the module."""
+        source = self.source(finding)
+        if source is not None:
+            return source
+        file = None if self.unit.ephemeral or self.unit.path == "<stdin>" else self.unit.path
+        return module_position(finding.location, self.unit.name, file, self.call_site())
 
     def call_site(self) -> Source | None:
         """Where the jitted function was called from, when the module says."""
-        if not self.unit.origin:
-            return None
-        match = _FILE_LOCATION.match(self.unit.origin) or _FILE_LINE.match(self.unit.origin)
-        if not match or match.group("file").startswith("<"):
-            return None
-        groups = match.groupdict()
-        return Source(groups["file"], int(groups["line"]), int(groups.get("column") or 0))
+        return parse_origin(self.unit.origin)
 
     def primary_source(self, fail_on: str) -> Source | None:
         """The source line most responsible: the first located finding that fails, else any."""
@@ -119,6 +83,11 @@ class Run:
     @property
     def modules(self) -> list[ModuleResult]:
         return [m for f in self.files for m in f.modules]
+
+    @property
+    def compilations(self) -> int:
+        """Modules read, counting every repeated compilation (merged into one module)."""
+        return sum(m.repeats for m in self.modules)
 
     @property
     def errors(self) -> list[FileResult]:
@@ -154,6 +123,43 @@ class Run:
         if self.failing() or self.command_failed:
             return 1
         return 0
+
+
+# JAX's IR dump names: jax_ir0007_jit_step_compile.mlir (also _export, per dump mode).
+_JAX_DUMP_NAME = re.compile(r"^jax_ir\d+_.+\.mlir$")
+
+
+def is_compilation_dump(module: ModuleResult) -> bool:
+    """A module JAX or torch-xla dumped as it compiled it (what `gate` collects)."""
+    return module.unit.format is Format.TORCH_XLA_GRAPHS or bool(_JAX_DUMP_NAME.match(Path(module.unit.path).name))
+
+
+def merge_repeated_compilations(files: list[FileResult]) -> list[FileResult]:
+    """One entry per distinct (module name, findings) among compilation dumps: a test suite
+    compiles the same function for many shapes, and JAX compiles one tiny module per eager
+    op it runs. Other files are kept as they are. `gate` and `check DIR` both merge here."""
+    seen: dict[tuple, ModuleResult] = {}
+    merged: list[FileResult] = []
+    for file in files:
+        if file.error is not None:
+            merged.append(file)
+            continue
+        kept = []
+        for module in file.modules:
+            if not is_compilation_dump(module):
+                kept.append(module)
+                continue
+            key = (module.unit.name, module.unit.function,
+                   tuple((f.kind, str(f.severity), f.op, f.location, f.message) for f in module.findings))
+            if key in seen:
+                seen[key].repeats += module.repeats
+                continue
+            seen[key] = module
+            kept.append(module)
+        if kept:
+            file.modules = kept
+            merged.append(file)
+    return merged
 
 
 def target_description(name: str) -> str:

@@ -44,6 +44,23 @@ def read_constant(op: ir.Operation, result_type: ir.Type) -> tuple[np.ndarray, b
     raise UnreadableConstant(f"unsupported constant attribute {str(attr)[:80]}")
 
 
+def named_attributes(attr: ir.DictAttr) -> dict[str, ir.Attribute] | None:
+    """The entries of a dictionary attribute, or None when one of them cannot be read.
+
+    Entries the bindings cannot cast (dense attributes with complex elements, locations)
+    raise TypeError when read by name but ABORT the process when read by position
+    (`attr[i].attr`): names are taken by position (safe), values by name.
+    """
+    names = [attr[i].name for i in range(len(attr))]
+    entries = {}
+    for name in names:
+        try:
+            entries[name] = attr[name]
+        except TypeError:
+            return None
+    return entries
+
+
 def element_of(t: ir.Type) -> ir.Type:
     return t.element_type if isinstance(t, ir.ShapedType) else t
 

@@ -63,6 +63,19 @@ class Rewriter:
         # carry none of their own.
         self.call_sites: dict[str, str] = {}
         self.op_index = 0
+        # Values this walk has narrowed (results, block arguments), keyed by the value's hash
+        # (its MLIR identity; nothing is erased during the walk), with their type before:
+        # patterns see operands already narrowed, and some must judge what they were
+        # (a custom_call whose only 64-bit types are its operands).
+        self.types_before: dict[int, ir.Type] = {}
+
+    def type_before(self, value: ir.Value) -> ir.Type:
+        """`value`'s type before this walk narrowed it (its type now if it did not)."""
+        if self.types_before:
+            before = self.types_before.get(hash(value))
+            if before is not None:
+                return before
+        return value.type
 
     # --- where -----------------------------------------------------------------
     def where(self, op: ir.Operation) -> str:

@@ -6,6 +6,7 @@ type, a sentinel, a LAPACK kernel or a target is one entry here, not new code.
 
 from __future__ import annotations
 
+import enum
 import re
 from typing import Callable
 from dataclasses import dataclass
@@ -35,7 +36,10 @@ NUMPY_DTYPE: dict[str, np.dtype] = {
 INTEGER_SENTINELS: dict[str, dict[int, int]] = {
     "i64": {-(2**63): -(2**31), 2**63 - 1: 2**31 - 1},
     "si64": {-(2**63): -(2**31), 2**63 - 1: 2**31 - 1},
-    "ui64": {2**64 - 1: 2**32 - 1},
+    # INT64_MAX is a sentinel whatever its signedness: JAX's shape-polymorphic index clamps
+    # (vmap of dynamic_update_slice under jax.export) spell it as a ui64 constant converted
+    # to i64. It becomes int32's maximum, as x32 JAX has it (which uint32 also holds).
+    "ui64": {2**64 - 1: 2**32 - 1, 2**63 - 1: 2**31 - 1},
 }
 FLOAT64_MAX = float(np.finfo(np.float64).max)
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -48,15 +52,63 @@ F32_MANTISSA_BITS = 23
 # Ops whose `value` attribute is data (the only dense i64 attributes that are not structure).
 CONSTANT_OPS: frozenset[str] = frozenset({"stablehlo.constant", "mhlo.constant", "arith.constant"})
 
-# custom_call targets whose meaning does not depend on the element type: narrowing the
-# types of their operands and results is exactly what x32 tracing produces.
+# ---- custom_call targets (issue 15): what each target means for narrowing ----------------
+# A custom_call is a name: nothing in the module says whether its kernel works on any
+# element type. Each known target has a policy; a target in none of these tables with a
+# 64-bit operand or result (before narrowing) is refused, naming the target.
+
+
+class CustomCallPolicy(str, enum.Enum):
+    TYPE_GENERIC = "type-generic"        # narrowed as any op: x32 tracing emits the same call
+    RENAMED = "renamed"                  # one kernel per element type: renamed to its 32-bit twin
+    HOST_CALLBACK = "host-callback"      # a Python function JAX traced for 64-bit values: refused
+    COMPILED_KERNEL = "compiled-kernel"  # code generated for the traced types (Pallas, Triton): refused
+    UNKNOWN = "unknown"                  # refused
+
+
+# Targets whose meaning does not depend on the element type: narrowing the types of their
+# operands and results is exactly what x32 tracing produces.
 TYPE_GENERIC_CUSTOM_CALLS: frozenset[str] = frozenset({
     "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "MoveToHost", "MoveToDevice",
-    "annotate_device_placement", "LayoutConstraint",
+    "annotate_device_placement", "LayoutConstraint", "InspectSharding", "AllocateBuffer",
     # XLA's approximate top-k: type-generic, its comparator is an ordinary function.
-    "ApproxTopK",
+    "ApproxTopK", "stablehlo.dynamic_approx_top_k", "stablehlo.dynamic_top_k",
+    "stablehlo.dynamic_reduce_window",
+    # jax.export's shape checks: dimension sizes as i64 under x64, i32 in an x32 export.
+    "shape_assertion",
+    # TPU linear algebra that XLA expands for the operand's element type.
+    "Eigh", "Qr", "ProductOfElementaryHouseholderReflectors", "LuDecomposition",
     # jaxlib FFI kernels that read the element type from their buffers.
     "tridiagonal_solve_perturbed_ffi", "cpu_lu_pivots_to_permutation",
+    "cu_lu_pivots_to_permutation", "hip_lu_pivots_to_permutation",
+    "cu_threefry2x32_ffi", "hip_threefry2x32_ffi",
+    # StableHLO's test-data harness (stablehlo/testdata): compare two tensors of one type.
+    "check.eq", "check.expect_close", "check.expect_eq", "check.expect_almost_eq",
+})
+
+# jaxlib's GPU solver kernels (`cusolver_getrf_ffi`, `hipsolver_syevd_ffi`,
+# `cusparse_gtsv2_ffi`, ...): one FFI name for every element type, dispatched on the buffer.
+TYPE_GENERIC_CUSTOM_CALL_PATTERN = re.compile(r"^(?:cu|hip)(?:solver|sparse|blas)_[a-z0-9_]+_ffi$")
+
+# JAX's Python host callbacks (jax.pure_callback, io_callback, jax.debug.print/callback) as
+# jax 0.10 spells them (jax/_src/callback.py, buffer_callback.py), and older spellings. The
+# Python function was traced for the 64-bit avals: handed 32-bit buffers it would compute
+# on the wrong types and return results of the wrong size.
+HOST_CALLBACK_CUSTOM_CALLS: frozenset[str] = frozenset({
+    "xla_ffi_python_cpu_callback", "xla_ffi_python_gpu_callback",
+    "xla_ffi_partitioned_python_cpu_callback", "xla_ffi_partitioned_python_gpu_callback",
+    "xla_buffer_python_cpu_callback", "xla_buffer_python_gpu_callback",
+    "xla_python_cpu_callback", "xla_python_gpu_callback",
+    # jax2tf.call_tf: a TensorFlow function traced for the 64-bit types.
+    "tf.call_tf_function",
+    # jax.experimental.custom_partitioning: Python re-lowers the function during partitioning.
+    "CustomSPMDPartitioning",
+})
+
+# Kernels compiled for the types they were traced with: Pallas (TPU, Mosaic GPU), Triton, cuDNN.
+COMPILED_KERNEL_CUSTOM_CALLS: frozenset[str] = frozenset({
+    "tpu_custom_call", "mosaic_gpu", "mosaic_gpu_v2", "__gpu$xla.gpu.triton", "triton_kernel_call",
+    "triton_kernel_call_ffi", "__cudnn$fusion",
 })
 
 # LAPACK / BLAS kernels encode the element type in their name (jaxlib's
@@ -80,6 +132,20 @@ def narrowed_custom_call_target(target: str) -> str | None:
         return None
     prefix, letter, rest = match.groups()
     return f"{prefix}{_SINGLE_PRECISION_LETTER[letter]}{rest}"
+
+
+def custom_call_policy(target: str) -> tuple[CustomCallPolicy, str | None]:
+    """(policy, the 32-bit target for RENAMED, else None) for a custom_call target."""
+    if target in TYPE_GENERIC_CUSTOM_CALLS or TYPE_GENERIC_CUSTOM_CALL_PATTERN.match(target):
+        return CustomCallPolicy.TYPE_GENERIC, None
+    if target in HOST_CALLBACK_CUSTOM_CALLS:
+        return CustomCallPolicy.HOST_CALLBACK, None
+    if target in COMPILED_KERNEL_CUSTOM_CALLS:
+        return CustomCallPolicy.COMPILED_KERNEL, None
+    renamed = narrowed_custom_call_target(target)
+    if renamed is not None:
+        return CustomCallPolicy.RENAMED, renamed
+    return CustomCallPolicy.UNKNOWN, None
 
 
 @dataclass(frozen=True)
@@ -230,3 +296,15 @@ def dtype_constant(value: float) -> DtypeConstant | None:
             name = expression.format(k=abs(k), T="{T}")
             return DtypeConstant(name if k > 0 else f"-{name}", value, float(np.float32(k) * narrow_base))
     return None
+# ---- StableHLO's `check` dialect (issue 15): the test harness of stablehlo/testdata -----------
+# Ops of a dialect jaxlib does not register, but whose meaning is known: each compares its
+# operand(s) with an expected value of the same type, whatever the type. Value -> the
+# attribute that holds the expected value (data, narrowed as a constant's), or None.
+CHECK_DIALECT_OPS: dict[str, str | None] = {
+    "check.expect_eq": None,
+    "check.expect_almost_eq": None,
+    "check.expect_close": None,
+    "check.expect_serialized_eq": None,
+    "check.expect_eq_const": "value",
+    "check.expect_almost_eq_const": "value",
+}

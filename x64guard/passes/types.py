@@ -84,16 +84,26 @@ class TypeConverter:
         s = str(t)
         return s if s in NARROW_ELEMENT_TYPE else None
 
+    def _unsupported_if_element_is(self, t: ir.Type) -> None:
+        """A tensor of an element type x64guard cannot rebuild (`!quant.uniform<i8:f64, ...>`)
+        cannot be narrowed either: report the tensor, which is what ops carry."""
+        if t.element_type in self.unsupported:
+            self.unsupported.add(t)
+
     def _convert_uncached(self, t: ir.Type) -> ir.Type | None:
         with self._context:
             if isinstance(t, ir.RankedTensorType):
                 element = self.convert(t.element_type)
                 if element is None:
+                    self._unsupported_if_element_is(t)
                     return None
                 return ir.RankedTensorType.get(t.shape, element, t.encoding)
             if isinstance(t, ir.UnrankedTensorType):
                 element = self.convert(t.element_type)
-                return None if element is None else ir.UnrankedTensorType.get(element)
+                if element is None:
+                    self._unsupported_if_element_is(t)
+                    return None
+                return ir.UnrankedTensorType.get(element)
             if isinstance(t, ir.TupleType):
                 parts = [t.get_type(i) for i in range(t.num_types)]
                 converted = [self.convert(p) for p in parts]

@@ -21,6 +21,11 @@ from x64guard.passes.tables import (
 )
 
 _INT32_RANGE = {"i64": (-(2**31), 2**31 - 1), "si64": (-(2**31), 2**31 - 1), "ui64": (0, 2**32 - 1)}
+# Where saturation clips values beyond the 32-bit range. Unsigned values clip to 2**31-1,
+# the largest value int32 and uint32 both hold: a saturated uint64 is often converted to a
+# signed type later (JAX's shape-polymorphic clamps convert ui64 to i64), and 2**32-1 would
+# turn that maximum into -1.
+_SATURATION_RANGE = {"i64": (-(2**31), 2**31 - 1), "si64": (-(2**31), 2**31 - 1), "ui64": (0, 2**31 - 1)}
 _EXAMPLES = 3
 
 
@@ -38,7 +43,8 @@ class NarrowedValues:
 
 def narrow_integers(values: np.ndarray, wide: str, narrow: str, overflow: str) -> NarrowedValues:
     """int64/uint64 -> int32/uint32. `overflow`: error (values kept, caller refuses),
-    saturate (clip to the 32-bit range) or wrap (two's complement truncation)."""
+    saturate (clip to the 32-bit range; unsigned values to 2**31-1, see _SATURATION_RANGE)
+    or wrap (two's complement truncation)."""
     lo, hi = _INT32_RANGE[wide]
     values = np.asarray(values)
     sentinel_mask = np.zeros(values.shape, dtype=bool)
@@ -55,7 +61,8 @@ def narrow_integers(values: np.ndarray, wide: str, narrow: str, overflow: str) -
     if out.out_of_range:
         out.examples = [int(v) for v in values[bad].ravel()[:_EXAMPLES]]
     if overflow == "saturate":
-        out.values[...] = np.clip(values, lo, hi)
+        saturated_lo, saturated_hi = _SATURATION_RANGE[wide]
+        out.values[...] = np.where(bad, np.clip(values, saturated_lo, saturated_hi), values)
     else:  # wrap, or error (the caller refuses; the wrapped values are never used)
         out.values[...] = values.astype(NUMPY_DTYPE[narrow], casting="unsafe")
     for mask, narrow_value in result_overrides:

@@ -1,5 +1,6 @@
 """The rewrite patterns of the narrowing pass: one generic type conversion, a few named rules."""
 
+from x64guard.passes.patterns.check_ops import NarrowCheckExpectation
 from x64guard.passes.patterns.casts import NarrowBitcastConvert, NarrowReducePrecision, RemoveIdentityConvert
 from x64guard.passes.patterns.shifts import WarnShiftByWidth
 from x64guard.passes.patterns.composites import RestoreChloComposite
@@ -24,6 +25,7 @@ SPECIAL_PATTERNS = (
     RefuseWideRandomWords(),
     WarnShiftByWidth(),
     RestoreChloComposite(),
+    NarrowCheckExpectation(),
 )
 
 __all__ = ["SPECIAL_PATTERNS", "ConvertOpTypes"]

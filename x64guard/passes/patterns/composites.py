@@ -12,6 +12,7 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 
 from x64guard.findings import Severity
+from x64guard.passes.constant_io import named_attributes
 from x64guard.passes.rewriter import RewritePattern, Rewriter
 
 
@@ -22,9 +23,14 @@ class RestoreChloComposite(RewritePattern):
         name = ir.StringAttr(op.attributes["name"]).value
         if not name.startswith("chlo.") or not rw.context.is_registered_operation(name):
             return False
-        types = [v.type for v in op.operands] + list(rw.result_types)
+        types = [rw.type_before(v) for v in op.operands] + list(rw.result_types)
         if all(rw.converter.convert(t) is None for t in types):
             return False
+        attributes: dict | None = {}
+        if "composite_attributes" in op.attributes:
+            attributes = named_attributes(ir.DictAttr(op.attributes["composite_attributes"]))
+            if attributes is None:  # no CHLO op has such attributes: leave the composite as it is
+                return False
         decomposition = ir.FlatSymbolRefAttr(op.attributes["decomposition"]).value
         rw.dropped_functions.add(decomposition)
         rw.report("composite-restored", Severity.INFO, op,
@@ -32,10 +38,6 @@ class RestoreChloComposite(RewritePattern):
                   "and the op expands for float32 when compiled, as in JAX with x64 off")
         if rw.dry_run:
             return True
-        attributes = {}
-        if "composite_attributes" in op.attributes:
-            extra = ir.DictAttr(op.attributes["composite_attributes"])
-            attributes = {extra[i].name: extra[i].attr for i in range(len(extra))}
         result_types = [rw.converter.convert(t) or t for t in rw.result_types]
         with ir.InsertionPoint(op), op.location:
             replacement = ir.Operation.create(name, results=result_types, operands=list(op.operands),

@@ -1,6 +1,15 @@
-"""custom_call: a kernel name may encode its element type. LAPACK kernels are renamed to
-their single-precision twins; type-generic targets are narrowed as any op; any other
-target with 64-bit operands or results is refused, naming the target."""
+"""custom_call: a kernel name may encode its element type, or call back into Python.
+
+What a target means comes from `tables.custom_call_policy` (data): type-generic targets
+are narrowed as any op, LAPACK kernels are renamed to their single-precision twins, and
+every other target with a 64-bit operand or result is refused, naming the target. JAX's
+Python host callbacks get advice of their own (`x64guard.jit` runs them at 32 bits).
+
+"64-bit" means before narrowing: the walk narrows an operand's producer before it
+reaches the call, so operand types are read as they were (`Rewriter.type_before`).
+Otherwise a call whose only 64-bit types are operands (jax.debug.print, a kernel with
+no results) would be handed 32-bit buffers without a word.
+"""
 
 from __future__ import annotations
 
@@ -8,32 +17,64 @@ from jax.extend.mlir import ir
 
 from x64guard.findings import Severity
 from x64guard.passes.rewriter import RewritePattern, Rewriter
-from x64guard.passes.tables import TYPE_GENERIC_CUSTOM_CALLS, narrowed_custom_call_target
+from x64guard.passes.tables import CustomCallPolicy, custom_call_policy
+
+_KEEP_64 = "keep this module in 64 bits (mode='allow')"
 
 
 def custom_call_target(op: ir.Operation) -> str:
     return ir.StringAttr(op.attributes["call_target_name"]).value
 
 
+def wide_operands_and_results(op: ir.Operation, rw: Rewriter) -> list[str]:
+    """'operand #0 (tensor<2xf64>)', 'result #1 (...)' for every 64-bit type the op had
+    before narrowing (tuples and tokens included: the converter looks inside tuples)."""
+    wide = []
+    for index, value in enumerate(op.operands):
+        before = rw.type_before(value)
+        if rw.converter.convert(before) is not None or before in rw.converter.unsupported:
+            wide.append(f"operand #{index} ({before})")
+    for index, result_type in enumerate(rw.result_types):
+        if rw.converter.convert(result_type) is not None or result_type in rw.converter.unsupported:
+            wide.append(f"result #{index} ({result_type})")
+    return wide
+
+
 class NarrowCustomCall(RewritePattern):
     op_names = frozenset({"stablehlo.custom_call"})
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        types = [v.type for v in op.operands] + list(rw.result_types)
-        if all(rw.converter.convert(t) is None for t in types):
+        wide = wide_operands_and_results(op, rw)
+        if not wide:
             return False
         target = custom_call_target(op)
-        if target in TYPE_GENERIC_CUSTOM_CALLS:
+        policy, renamed = custom_call_policy(target)
+        op_name = f"stablehlo.custom_call @{target}"
+        what = ", ".join(wide[:4]) + (f" and {len(wide) - 4} more" if len(wide) > 4 else "")
+        if policy is CustomCallPolicy.TYPE_GENERIC:
             return True
-        renamed = narrowed_custom_call_target(target)
-        if renamed is None:
+        if policy is CustomCallPolicy.RENAMED:
+            rw.report("custom-call-renamed", Severity.INFO, op, f"@{target} -> @{renamed}", op_name=op_name)
+            if not rw.dry_run:
+                op.attributes["call_target_name"] = ir.StringAttr.get(renamed)
+            return True
+        if policy is CustomCallPolicy.HOST_CALLBACK:
             rw.report("custom-call", Severity.ERROR, op,
-                      f"custom_call @{target} has 64-bit operands or results and x64guard does not know a "
-                      "32-bit version of it; keep this module in 64 bits (mode='allow'), or add the target "
-                      "to x64guard's custom_call table if it is type-generic", op_name=f"stablehlo.custom_call @{target}")
+                      f"custom_call @{target} is a host callback (jax.pure_callback, io_callback, "
+                      f"jax.debug.print or jax.debug.callback) that JAX traced for 64-bit values: {what}; "
+                      "narrowed, the Python function would receive and return 32-bit buffers it was not "
+                      "traced for. Use x64guard.jit(f), which traces the callback at 32 bits, or "
+                      f"{_KEEP_64}", op_name=op_name)
             return True
-        rw.report("custom-call-renamed", Severity.INFO, op, f"@{target} -> @{renamed}",
-                  op_name=f"stablehlo.custom_call @{target}")
-        if not rw.dry_run:
-            op.attributes["call_target_name"] = ir.StringAttr.get(renamed)
+        if policy is CustomCallPolicy.COMPILED_KERNEL:
+            rw.report("custom-call", Severity.ERROR, op,
+                      f"custom_call @{target} runs a kernel compiled for the types it was traced with: "
+                      f"{what}; narrowing would hand it 32-bit buffers. Trace the kernel with 32-bit "
+                      f"inputs (x64 off, or x64guard.jit), or {_KEEP_64}", op_name=op_name)
+            return True
+        rw.report("custom-call", Severity.ERROR, op,
+                  f"custom_call @{target} has 64-bit types, {what}, and x64guard does not know a 32-bit "
+                  f"version of it; {_KEEP_64}, or add the target to x64guard's custom_call table "
+                  "(x64guard/passes/tables.py) if its kernel works on any element type",
+                  op_name=op_name)
         return True
