@@ -48,6 +48,7 @@ assert {str(k) for k in NARROW_DTYPE} <= {str(v) for v in NUMPY_DTYPE.values()}
 
 _WIDE_INTEGERS = frozenset({np.dtype(np.int64), np.dtype(np.uint64)})
 _ALLOW = Mode.ALLOW
+_JaxRuntimeError = jax.errors.JaxRuntimeError
 _ARRAY_TYPE = _compat.array_impl_type()  # jax.Array's concrete class (no array made at import)
 # Types that are pytree leaves for sure: a call made only of these needs no flattening.
 _LEAF_TYPES = frozenset({_ARRAY_TYPE, np.ndarray, int, float, bool, complex})
@@ -121,12 +122,14 @@ def _is_python_scalar(x) -> bool:
     return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
 
 
-# Integer inputs are traced at 64 bits whatever width they arrive in: JAX with x64 on
-# silently wraps a weakly typed Python int that an int32 cannot hold (int32 + 2**40 gives
-# + 0) where JAX with x64 off raises; traced at 64 bits the constant is visible in the
-# module and refused. uint32 stays: it is what PRNG keys and bit manipulation use in x64
-# programs too.
+# The width an input is traced at. Integer inputs are traced at 64 bits whatever width
+# they arrive in: JAX with x64 on silently wraps a weakly typed Python int that an int32
+# cannot hold (int32 + 2**40 gives + 0) where JAX with x64 off raises; traced at 64 bits
+# the constant is visible in the module and refused. uint32 stays: it is what PRNG keys
+# and bit manipulation use in x64 programs too. Floating inputs: see _OWN_WIDTH.
 _WIDEN_FOR_TRACE = {narrow: wide for wide, narrow in NARROW_DTYPE.items() if narrow != np.dtype(np.uint32)}
+# 32-bit dtypes traced at their own width (docs/jit.md, "Input widths", gives the data).
+_OWN_WIDTH: frozenset = frozenset()
 
 
 def _trace_dtype(dtype, weak: bool):
@@ -134,6 +137,8 @@ def _trace_dtype(dtype, weak: bool):
     if _compat.is_extended_dtype(dtype):
         return dtype  # typed PRNG keys pass through unchanged
     dtype = np.dtype(dtype)
+    if dtype in _OWN_WIDTH and not weak:
+        return dtype
     return _WIDEN_FOR_TRACE.get(dtype, dtype)
 
 
@@ -149,6 +154,17 @@ def _trace_spec(x, dtype=None) -> jax.ShapeDtypeStruct:
         shape, own, weak, sharding = array.shape, array.dtype, _is_python_scalar(x), None
     return jax.ShapeDtypeStruct(shape, _trace_dtype(own, weak) if dtype is None else dtype,
                                 weak_type=weak, sharding=sharding)
+
+
+_WIDEST = {narrow: wide for wide, narrow in NARROW_DTYPE.items()}
+
+
+def _widened_spec(spec: jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:
+    """`spec` at 64 bits (uint32 too): the fallback trace of code written for 64-bit inputs."""
+    if _compat.is_extended_dtype(spec.dtype) or np.dtype(spec.dtype) not in _WIDEST:
+        return spec
+    return jax.ShapeDtypeStruct(spec.shape, _WIDEST[np.dtype(spec.dtype)], weak_type=spec.weak_type,
+                                sharding=spec.sharding)
 
 
 def _narrow_dtype(dtype):
@@ -240,13 +256,13 @@ class _NarrowedCallbackResults:
             lo, hi = int(array.min()), int(array.max())
             if lo < info.min or hi > info.max:
                 bad = lo if lo < info.min else hi
-                raise X64GuardError(
+                raise _callback_failed(X64GuardError(
                     f"x64guard.jit: the callback {self.name} returned {bad} in its result #{i}, declared "
                     f"{np.dtype(declared.dtype)}, which does not fit in {target} (the type it has in the narrowed "
                     f"program); x64guard never wraps. Return values in [{info.min}, {info.max}], or keep this "
                     "function in 64 bits (mode='allow')",
                     [Finding("callback-result-out-of-range", "error", "callback", self.name,
-                             f"result #{i} value {bad} does not fit in {target}")])
+                             f"result #{i} value {bad} does not fit in {target}")]))
         return array.astype(target)
 
     def __eq__(self, other) -> bool:
@@ -255,6 +271,32 @@ class _NarrowedCallbackResults:
 
     def __hash__(self) -> int:
         return hash((self.callback, self.declared))
+
+
+# X64GuardErrors raised inside host callbacks reach the caller as JAX runtime errors
+# carrying their text; a call that sees one raises the X64GuardError itself.
+_callback_errors: dict[str, X64GuardError] = {}
+_callback_errors_lock = threading.Lock()
+
+
+def _callback_failed(error: X64GuardError) -> X64GuardError:
+    with _callback_errors_lock:
+        if len(_callback_errors) > 64:
+            _callback_errors.clear()
+        _callback_errors[str(error)] = error
+    return error
+
+
+def _raise_callback_error(runtime_error: Exception) -> None:
+    """Raise the X64GuardError a callback raised, if `runtime_error` carries one."""
+    text = str(runtime_error)
+    if "X64GuardError" not in text:
+        return
+    with _callback_errors_lock:
+        message = next((m for m in _callback_errors if m in text), None)
+        error = _callback_errors.pop(message, None)
+    if error is not None:
+        raise X64GuardError(str(error), error.findings) from runtime_error
 
 
 def _callbacks_at_32_bits(closed_jaxpr):
@@ -490,25 +532,33 @@ class NarrowedFunction:
         if mode is _ALLOW:
             with _compat.x64_enabled():
                 return self._jit64(*args, **kwargs)
-        dispatch = self._dispatch
-        if dispatch is not None and not kwargs:
-            # The steady state: positional arrays (JAX or numpy) with no 64-bit integers
-            # to range-check.
-            for leaf in args:
-                kind = type(leaf)
-                if (kind is not _ARRAY_TYPE and kind is not np.ndarray) or leaf.dtype in _WIDE_INTEGERS:
-                    break
-            else:
-                try:
-                    return dispatch(*args)
-                except _NeedsPythonPath:
-                    self._dispatch = dispatch = None
+        try:
+            dispatch = self._dispatch
+            if dispatch is not None and not kwargs:
+                # The steady state: positional arrays (JAX or numpy) with no 64-bit
+                # integers to range-check.
+                for leaf in args:
+                    kind = type(leaf)
+                    if (kind is not _ARRAY_TYPE and kind is not np.ndarray) or leaf.dtype in _WIDE_INTEGERS:
+                        break
+                else:
+                    try:
+                        return dispatch(*args)
+                    except _NeedsPythonPath:
+                        self._dispatch = None
+            return self._call_general(mode, args, kwargs)
+        except _JaxRuntimeError as exc:
+            _raise_callback_error(exc)
+            raise
+
+    def _call_general(self, mode: Mode, args: tuple, kwargs: dict):
         dyn_args, dyn_kwargs, _ = self._statics.split(args, kwargs)
         leaves = jax.tree_util.tree_leaves((dyn_args, dyn_kwargs))
         if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
             # Inside a trace (an outer jit, vmap, grad): bind there.
             program, flat = self._specialize(args, kwargs, mode)
             return program.call_traced(flat)
+        dispatch = self._dispatch
         if dispatch is not None and self._check_integer_inputs(dyn_args, dyn_kwargs, leaves):
             try:
                 return dispatch(*args, **kwargs)
@@ -588,7 +638,25 @@ class NarrowedFunction:
     def _build(self, in_tree, specs, static, paths, mode: Mode) -> _Program:
         spec_args, spec_kwargs = in_tree.unflatten(specs)
         args, kwargs = self._statics.merge(spec_args, spec_kwargs, static)
-        traced = _compat.trace_x64(self._jit64, tuple(args), kwargs)
+        try:
+            traced = _compat.trace_x64(self._jit64, tuple(args), kwargs)
+        except X64GuardError:
+            raise
+        except Exception as own_width_error:
+            # Code written for 64-bit inputs may not trace with 32-bit ones and x64 on
+            # (lax.clamp(-1.0, x, 1.0), bitcast_convert_type(x, jnp.int64), a while_loop
+            # carry mixing the input with 64-bit values): trace the x64 program it was
+            # written as, every 32-bit input widened; if that fails too, the first error.
+            widened = [_widened_spec(s) for s in specs]
+            if all(w is s for w, s in zip(widened, specs)):
+                raise
+            spec_args, spec_kwargs = in_tree.unflatten(widened)
+            args, kwargs = self._statics.merge(spec_args, spec_kwargs, static)
+            try:
+                traced = _compat.trace_x64(self._jit64, tuple(args), kwargs)
+            except Exception:
+                raise own_width_error from None
+            specs = widened
         lowered = _compat.lower_traced(traced, _callbacks_at_32_bits(traced.jaxpr))
         convention = _compat.calling_convention(lowered)
         # JAX's own cached module: narrow works on a clone.
