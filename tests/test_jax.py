@@ -263,3 +263,32 @@ def test_set_mode_is_process_wide_and_explicit_mode_wins():
     finally:
         x64guard.set_mode("warn")
     assert fn(np.ones(2)).dtype == jnp.float32
+
+
+# --- lowering once -------------------------------------------------------------------
+
+class LoweringCounter:
+    def __init__(self):
+        self.lowerings = 0
+        jax.monitoring.register_event_duration_secs_listener(self._listen)
+
+    def _listen(self, event, duration, **kwargs):
+        if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+            self.lowerings += 1
+
+
+LOWERINGS = LoweringCounter()
+
+
+def test_first_call_lowers_the_function_once_and_compiles_once():
+    """One x64 lowering of the user's function (no jax.export round trip, no second
+    lowering), one lowering of the one-primitive dispatch program that inlines the
+    narrowed module, one compilation."""
+    def fresh(x, y):
+        return jnp.tanh(x @ y) * 2.0
+
+    x, y = np.ones((4, 3)), np.ones((3, 2))
+    lowerings, compiles = LOWERINGS.lowerings, COMPILES.count
+    out = x64guard.jit(fresh)(x, y)
+    assert out.dtype == jnp.float32
+    assert (LOWERINGS.lowerings - lowerings, COMPILES.count - compiles) == (2, 1)

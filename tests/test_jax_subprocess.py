@@ -132,3 +132,15 @@ def test_cache_key_hook_includes_the_mode():
     """
     out = run_child(code, {})
     assert "x64guard_mode=allow" in out["allow"] and "x64guard_mode=warn" in out["warn"]
+
+
+def test_import_creates_no_array_and_starts_no_backend():
+    code = """
+        import json, sys
+        import x64guard, x64guard.jax
+        from jax._src import xla_bridge
+        fn = x64guard.jit(lambda x: x * 2)  # wrapping a function starts nothing either
+        print(json.dumps({"backends": sorted(xla_bridge._backends)}))
+    """
+    out = run_child(code, {"JAX_PLATFORMS": "cpu"})
+    assert out["backends"] == []

@@ -180,7 +180,7 @@ def _signature(x) -> tuple:
         aval = jax.typeof(x)
         return (aval.shape, aval.dtype, aval.weak_type)
     if isinstance(x, jax.Array):
-        return (x.shape, x.dtype, x.weak_type, x.sharding)
+        return (x.shape, x.dtype, getattr(x, "weak_type", False), x.sharding)  # typed keys: no weak_type
     if isinstance(x, np.ndarray):
         return (x.shape, x.dtype)
     if _is_python_scalar(x):
