@@ -509,3 +509,4 @@ def shardings_for_call(in_shardings, out_shardings, kept_var_idx, n_in: int, n_o
     full_in = tuple((next(kept) or replicated) if i in kept_var_idx else replicated for i in range(n_in))
     full_out = tuple(s or replicated for s in out_shardings) if out_shardings else (replicated,) * n_out
     return full_in, full_out
+

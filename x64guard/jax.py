@@ -128,8 +128,12 @@ def _is_python_scalar(x) -> bool:
 # the constant is visible in the module and refused. uint32 stays: it is what PRNG keys
 # and bit manipulation use in x64 programs too. Floating inputs: see _OWN_WIDTH.
 _WIDEN_FOR_TRACE = {narrow: wide for wide, narrow in NARROW_DTYPE.items() if narrow != np.dtype(np.uint32)}
-# 32-bit dtypes traced at their own width (docs/jit.md, "Input widths", gives the data).
-_OWN_WIDTH: frozenset = frozenset()
+# float32 and complex64 inputs are traced at their own width, as x32 JAX traces them:
+# dtype-dependent library code (normal(key, shape, dtype=x.dtype), finfo(x.dtype)) then
+# takes its 32-bit path. Measured on the corpus and the fuzz grammar (docs/jit.md, "Input
+# widths"): never a different result, 5 fewer refusals; int32 at own width ran 3 programs
+# that x32 JAX refuses (silently wrapped constants).
+_OWN_WIDTH: frozenset = frozenset({np.dtype(np.float32), np.dtype(np.complex64)})
 
 
 def _trace_dtype(dtype, weak: bool):
@@ -157,6 +161,14 @@ def _trace_spec(x, dtype=None) -> jax.ShapeDtypeStruct:
 
 
 _WIDEST = {narrow: wide for wide, narrow in NARROW_DTYPE.items()}
+_WIDE_FLOATS = frozenset({np.dtype(np.float64), np.dtype(np.complex128)})
+
+
+def _wide_numpy_leaves(leaves: Sequence) -> tuple[int, ...]:
+    """Indices of float64/complex128 numpy inputs. jax.jit's dispatch hands them to its
+    trace as 32-bit values when x64 is off; they are traced at 64 bits, as given."""
+    return tuple(i for i, leaf in enumerate(leaves)
+                 if isinstance(leaf, (np.ndarray, np.generic)) and leaf.dtype in _WIDE_FLOATS)
 
 
 def _widened_spec(spec: jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:
@@ -518,9 +530,12 @@ class NarrowedFunction:
         # Python path, which places the call on their devices.
         self._dispatch: Callable | None = None
         if not any(k in jit_kwargs for k in ("in_shardings", "out_shardings")):
-            self._dispatch = jax.jit(self._dispatch_body, static_argnums=jit_kwargs.get("static_argnums"),
+            # Argument 0 of the dispatch jit is static: which inputs were float64 numpy data.
+            shift = lambda nums: tuple(i + 1 if i >= 0 else i for i in _as_tuple(nums))  # noqa: E731
+            self._dispatch = jax.jit(self._dispatch_body,
+                                     static_argnums=(0,) + shift(jit_kwargs.get("static_argnums")),
                                      static_argnames=jit_kwargs.get("static_argnames"),
-                                     donate_argnums=jit_kwargs.get("donate_argnums"),
+                                     donate_argnums=shift(jit_kwargs.get("donate_argnums")) or None,
                                      donate_argnames=jit_kwargs.get("donate_argnames"))
         functools.update_wrapper(self, fun)
 
@@ -537,13 +552,22 @@ class NarrowedFunction:
             if dispatch is not None and not kwargs:
                 # The steady state: positional arrays (JAX or numpy) with no 64-bit
                 # integers to range-check.
+                wide_numpy = False
                 for leaf in args:
                     kind = type(leaf)
-                    if (kind is not _ARRAY_TYPE and kind is not np.ndarray) or leaf.dtype in _WIDE_INTEGERS:
+                    if kind is _ARRAY_TYPE:
+                        if leaf.dtype in _WIDE_INTEGERS:
+                            break
+                    elif kind is np.ndarray:
+                        dtype = leaf.dtype
+                        if dtype in _WIDE_INTEGERS:
+                            break
+                        wide_numpy = wide_numpy or dtype in _WIDE_FLOATS
+                    else:
                         break
                 else:
                     try:
-                        return dispatch(*args)
+                        return dispatch(_wide_numpy_leaves(args) if wide_numpy else (), *args)
                     except _NeedsPythonPath:
                         self._dispatch = None
             return self._call_general(mode, args, kwargs)
@@ -561,15 +585,16 @@ class NarrowedFunction:
         dispatch = self._dispatch
         if dispatch is not None and self._check_integer_inputs(dyn_args, dyn_kwargs, leaves):
             try:
-                return dispatch(*args, **kwargs)
+                return dispatch(_wide_numpy_leaves(leaves), *args, **kwargs)
             except _NeedsPythonPath:
                 self._dispatch = None
         program, flat = self._specialize(args, kwargs, mode)
         return program.call_concrete(flat)
 
-    def _dispatch_body(self, *args, **kwargs):
-        """The body of the dispatch jit: specialize on the tracers' types and bind."""
-        program, flat = self._specialize(args, kwargs, self._mode or current_mode())
+    def _dispatch_body(self, wide_leaves: tuple, *args, **kwargs):
+        """The body of the dispatch jit: specialize on the tracers' types and bind.
+        wide_leaves (static): which inputs were float64/complex128 numpy data."""
+        program, flat = self._specialize(args, kwargs, self._mode or current_mode(), wide_leaves)
         if program.num_devices != 1:
             raise _NeedsPythonPath()
         return program.out_tree.unflatten(program.bind(program.narrow_inputs(flat)))
@@ -613,11 +638,14 @@ class NarrowedFunction:
 
     # -- specialization ------------------------------------------------------------
 
-    def _specialize(self, args: tuple, kwargs: dict, mode: Mode) -> tuple[_Program, list]:
+    def _specialize(self, args: tuple, kwargs: dict, mode: Mode, wide_leaves: tuple = ()) -> tuple[_Program, list]:
+        """The program for these arguments. wide_leaves: indices of flat inputs that were
+        float64/complex128 numpy data before jax.jit's dispatch made them 32-bit: traced
+        at 64 bits, as they were given."""
         dyn = self._statics.split(args, kwargs)
         leaves, in_tree = jax.tree_util.tree_flatten(dyn[:2])
         try:
-            key = (mode, in_tree, tuple(map(_signature, leaves)), dyn[2])
+            key = (mode, in_tree, tuple(map(_signature, leaves)), dyn[2], wide_leaves)
             program = self._cache.get(key)
         except TypeError as exc:
             raise TypeError(f"x64guard.jit: static arguments must be hashable, as for jax.jit: {exc}") from None
@@ -631,6 +659,8 @@ class NarrowedFunction:
                         specs = [_trace_spec(leaf, d) for leaf, d in zip(leaves, self._trace_dtypes)]
                     else:
                         specs = [_trace_spec(leaf) for leaf in leaves]
+                        for i in wide_leaves:
+                            specs[i] = _widened_spec(specs[i])
                     program = self._build(in_tree, specs, dyn[2], paths, mode)
                     self._cache[key] = program
         return program, leaves

@@ -111,18 +111,24 @@ def run(n_fuzz: int, policies: dict[str, frozenset] = POLICIES) -> dict[str, dic
     """{source: {policy: Counter(outcome)}} and the examples of each non-identical outcome."""
     table: dict[str, dict[str, Counter]] = {}
     examples: dict[tuple[str, str], list[str]] = {}
+    differing: list[str] = []
     sources = [("corpus", list(corpus_programs()))] + ([("fuzz", fuzz_programs(n_fuzz))] if n_fuzz else [])
     for source, items in sources:
         table[source] = {name: Counter() for name in policies}
         for label, fn, args32 in items:
             want = x32_outputs(fn, args32)
+            outcomes = {}
             for name, own in policies.items():
                 with policy(own):
                     outcome, detail = verdict(fn, args32, want)
+                outcomes[name] = outcome
                 table[source][name][outcome] += 1
                 if outcome not in ("identical", "both-fail"):
                     examples.setdefault((name, outcome), []).append(f"{label}: {detail}")
+            if len(set(outcomes.values())) > 1:
+                differing.append(f"{label}: " + ", ".join(f"{n}={o}" for n, o in outcomes.items()))
     run.examples = examples  # type: ignore[attr-defined]
+    run.differing = differing  # type: ignore[attr-defined]
     return table
 
 
@@ -132,6 +138,10 @@ def print_table(table: dict[str, dict[str, Counter]]) -> None:
     for source, by_policy in table.items():
         for name, counts in by_policy.items():
             print(f"{source:8} {name:32} " + " ".join(f"{counts[o]:>9}" for o in outcomes))
+    differing = getattr(run, "differing", [])
+    print(f"\nprograms whose outcome depends on the policy ({len(differing)}):")
+    for line in differing:
+        print(f"  {line}")
     for (name, outcome), items in sorted(getattr(run, "examples", {}).items()):
         print(f"\n{name} / {outcome} ({len(items)}):")
         for item in items[:8]:

@@ -18,7 +18,9 @@ import x64guard
 
 
 def tiny_scale(x):
-    return x * 1e-50 + jnp.cos(x)  # 1e-50 underflows float32: a lossy finding
+    # float64 asked for explicitly (whatever the input's width): 1e-50 underflows
+    # float32, a lossy finding
+    return x.astype(jnp.float64) * 1e-50 + jnp.cos(x)
 
 
 def this_line() -> int:
