@@ -282,8 +282,7 @@ LOWERINGS = LoweringCounter()
 
 def test_first_call_lowers_the_function_once_and_compiles_once():
     """One x64 lowering of the user's function (no jax.export round trip, no second
-    lowering), one lowering of the one-primitive dispatch program that inlines the
-    narrowed module, one compilation."""
+    lowering, no wrapper program): its narrowed module is what gets compiled, once."""
     def fresh(x, y):
         return jnp.tanh(x @ y) * 2.0
 
@@ -291,4 +290,38 @@ def test_first_call_lowers_the_function_once_and_compiles_once():
     lowerings, compiles = LOWERINGS.lowerings, COMPILES.count
     out = x64guard.jit(fresh)(x, y)
     assert out.dtype == jnp.float32
-    assert (LOWERINGS.lowerings - lowerings, COMPILES.count - compiles) == (2, 1)
+    assert (LOWERINGS.lowerings - lowerings, COMPILES.count - compiles) == (1, 1)
+    fn = x64guard.jit(fresh)  # another function object: its own cache
+    fn(x, y)
+    lowerings, compiles = LOWERINGS.lowerings, COMPILES.count
+    for _ in range(3):
+        fn(x, y)
+        fn(x.astype(np.float32), y.astype(np.float32))  # float32 inputs: traced at their own width, once
+    assert (LOWERINGS.lowerings - lowerings, COMPILES.count - compiles) == (1, 1)
+
+
+def test_int64_arrays_are_range_checked_on_every_call_of_a_signature():
+    """JAX's C++ dispatch runs cached signatures without Python; signatures holding 64-bit
+    integers never get that fast path, so every call is checked, never wrapped."""
+    fn = x64guard.jit(lambda n, x: n * 2 + x)
+    with oracle.x64(True):
+        small, big = jnp.arange(3, dtype=jnp.int64), jnp.array([1, 2, 2**40], dtype=jnp.int64)
+    for _ in range(3):
+        assert np.asarray(fn(small, np.int32(1))).tolist() == [1, 3, 5]
+        with pytest.raises(x64guard.X64GuardError, match=r"args\[0\]: value 1099511627776 does not fit in int32"):
+            fn(big, np.int32(1))
+    numpy_small, numpy_big = np.arange(3, dtype=np.int64), np.array([1, 2, 2**40], dtype=np.int64)
+    for _ in range(3):
+        assert np.asarray(fn(numpy_small, np.int32(1))).tolist() == [1, 3, 5]
+        with pytest.raises(x64guard.X64GuardError, match="1099511627776"):
+            fn(numpy_big, np.int32(1))
+
+
+def test_float64_and_float32_numpy_data_are_different_signatures():
+    """JAX's C++ dispatch keys float64 and float32 numpy data alike with x64 off; x64guard
+    traces them at different widths (float64 as given, float32 at its own width)."""
+    fn = x64guard.jit(lambda x: x + x.dtype.itemsize)
+    one64, one32 = np.ones(2), np.ones(2, np.float32)
+    for _ in range(2):
+        assert np.asarray(fn(one64)).tolist() == [9.0, 9.0]  # traced as float64
+        assert np.asarray(fn(one32)).tolist() == [5.0, 5.0]  # traced as float32, as x32 JAX traces it

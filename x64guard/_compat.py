@@ -490,23 +490,58 @@ def effects_allow_custom_vjp(effects) -> bool:
     return not effects_lib.custom_derivatives_allowed_effects.filter_not_in(effects)
 
 
-def shardings_for_call(in_shardings, out_shardings, kept_var_idx, n_in: int, n_out: int, num_devices: int):
-    """Shardings for a jit that calls a program lowered for `num_devices` devices: the
-    program's own where it has them, replicated on its mesh elsewhere (dropped inputs
-    included)."""
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+# -- compiling the narrowed module directly, dispatching from C++ --------------------------
 
-    import jax
-    import numpy as np
+def compile_with_avals(lowered, module, narrow_aval):
+    """Compile `module` (the narrowed version of `lowered`'s own module) the way JAX
+    compiles `lowered`: same devices, shardings, donation, host callbacks and effects,
+    with input and output types narrowed by `narrow_aval`. No second lowering."""
+    from jax._src.interpreters import pxla
 
-    known = [s for s in (*in_shardings, *out_shardings) if s is not None]
-    mesh = next((s.mesh for s in known if isinstance(s, NamedSharding) and not s.mesh.empty), None)
-    if mesh is None or getattr(mesh, "devices", None) is None:
-        devices = next((s._device_assignment for s in known if len(s.device_set) == num_devices), None)
-        mesh = Mesh(np.array(devices if devices is not None else jax.devices()[:num_devices]), ("x64guard_devices",))
-    replicated = NamedSharding(mesh, PartitionSpec())
-    kept = iter(in_shardings)
-    full_in = tuple((next(kept) or replicated) if i in kept_var_idx else replicated for i in range(n_in))
-    full_out = tuple(s or replicated for s in out_shardings) if out_shardings else (replicated,) * n_out
-    return full_in, full_out
+    lowering = lowered._lowering
+    args = dict(lowering.compile_args)
+    args["global_in_avals"] = [narrow_aval(a) for a in args["global_in_avals"]]
+    args["global_out_avals"] = [narrow_aval(a) for a in args["global_out_avals"]]
+    info = args.get("all_args_info")
+    if info is not None:
+        args["all_args_info"] = info._replace(in_avals=[narrow_aval(a) for a in info.in_avals])
+    computation = pxla.MeshComputation(
+        lowering._name, module, lowering.const_args, lowering._donated_invars, lowering._platforms,
+        lowering._compiler_options_kvs, lowering._device_list, **args)
+    return computation.compile()
 
+
+def compile_jitted(jitted, args: tuple, kwargs: dict):
+    """`jitted.lower(*args, **kwargs)`, compiled: the executable, for `fastpath_data`."""
+    return jitted.lower(*args, **kwargs)._lowering.compile()
+
+
+def fastpath_data(executable, out_tree, args_flat, outs_flat):
+    """What JAX's C++ dispatch needs to run later calls of this signature without
+    Python (None when it cannot: effects, host callbacks, non-array outputs)."""
+    from jax._src import pjit
+
+    return pjit._get_fastpath_data(executable, out_tree, args_flat, outs_flat, (), [], None, [])
+
+
+def cpp_dispatcher(name: str, key, cache_miss, *, static_argnums: tuple, static_argnames: tuple,
+                   donate_argnums: tuple, donate_argnames: tuple):
+    """A jax.jit-style callable whose C++ dispatch runs cached signatures and calls
+    `cache_miss(*args, **kwargs) -> (outputs, fastpath_data or None)` for new ones.
+    `key` identifies the function in JAX's C++ cache (unique per dispatcher)."""
+    from jax._src import pjit, traceback_util, tree_util
+    from jax._src.interpreters import pxla
+    from jax._src.lib import _jax
+
+    @traceback_util.api_boundary
+    def miss(*args, **kwargs):
+        outs, fastpath = cache_miss(*args, **kwargs)
+        return outs, fastpath, False
+
+    cache_key = pxla.JitGlobalCppCacheKeys(
+        donate_argnums=donate_argnums, donate_argnames=donate_argnames, device=None, backend=None,
+        in_shardings_treedef=None, in_shardings_leaves=None, out_shardings_treedef=None,
+        out_shardings_leaves=None, in_layouts_treedef=None, in_layouts_leaves=None,
+        out_layouts_treedef=None, out_layouts_leaves=None, compiler_options_kvs=None)
+    return _jax.pjit(name, key, miss, static_argnums, static_argnames, cache_key, tree_util.dispatch_registry,
+                     pxla.cc_shard_arg, pjit._get_cpp_global_cache(cache_key.contains_explicit_attributes))

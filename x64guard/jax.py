@@ -161,14 +161,22 @@ def _trace_spec(x, dtype=None) -> jax.ShapeDtypeStruct:
 
 
 _WIDEST = {narrow: wide for wide, narrow in NARROW_DTYPE.items()}
-_WIDE_FLOATS = frozenset({np.dtype(np.float64), np.dtype(np.complex128)})
+# 64-bit numpy data traced at another width than its 32-bit counterpart (int64 and int32
+# are both traced at 64 bits).
+_WIDE_NUMPY = frozenset({np.dtype(np.float64), np.dtype(np.complex128), np.dtype(np.uint64)})
 
 
 def _wide_numpy_leaves(leaves: Sequence) -> tuple[int, ...]:
-    """Indices of float64/complex128 numpy inputs. jax.jit's dispatch hands them to its
-    trace as 32-bit values when x64 is off; they are traced at 64 bits, as given."""
+    """Indices of float64/complex128/uint64 numpy inputs: JAX's C++ dispatch keys them as
+    their 32-bit counterparts when x64 is off, but they are traced at 64 bits."""
     return tuple(i for i, leaf in enumerate(leaves)
-                 if isinstance(leaf, (np.ndarray, np.generic)) and leaf.dtype in _WIDE_FLOATS)
+                 if isinstance(leaf, (np.ndarray, np.generic)) and leaf.dtype in _WIDE_NUMPY)
+
+
+def _dispatch_dtype(x):
+    """The dtype JAX's dispatch gives an input in the calling thread (numpy float64 is
+    float32 with x64 off)."""
+    return jax.typeof(x).dtype
 
 
 def _widened_spec(spec: jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:
@@ -373,8 +381,11 @@ class _Program:
     num_devices: int
     host_callbacks: tuple
     keepalive: tuple
+    lowered: Any                       # JAX's Lowered of the x64 program: compiled with the narrowed module
     _bytecode: bytes | None = None
-    _run: Callable | None = None
+    _executable: Any = None
+    _cast_executables: dict = dataclasses.field(default_factory=dict)
+    _lock: Any = dataclasses.field(default_factory=threading.Lock)
 
     def __repr__(self) -> str:
         return f"<x64guard program {self.name}>"
@@ -397,11 +408,38 @@ class _Program:
         flat = self.narrow_inputs(flat_inputs)
         return self.out_tree.unflatten(self.differentiable(*flat))
 
-    def call_concrete(self, flat_inputs: Sequence) -> Any:
-        """Outside any trace: run through a jit placed on the program's devices."""
-        if self._run is None:
-            self._run = _jit_on_program_devices(self)
-        return self.out_tree.unflatten(self._run(*self.narrow_inputs(flat_inputs)))
+    def executable(self):
+        """The narrowed module compiled as JAX compiles the x64 lowering it came from
+        (devices, shardings, donation, callbacks, effects): lowered once, compiled once."""
+        if self._executable is None:
+            with self._lock:
+                if self._executable is None:
+                    self._executable = _compat.compile_with_avals(self.lowered, self.narrowed.module, _narrow_aval)
+        return self._executable
+
+    def run(self, flat_inputs: Sequence) -> tuple[Any, Any]:
+        """Outside any trace: (outputs, what JAX's C++ dispatch needs to run later calls
+        of this signature itself, or None)."""
+        if all(_dispatch_dtype(x) == d for x, d in zip(flat_inputs, self.in_dtypes)):
+            # What JAX's dispatch would hand the program (numpy float64 data is float32 with
+            # x64 off) is already narrowed: the program itself runs.
+            executable = self.executable()
+        else:
+            # 64-bit arrays (x64 on in the calling thread): one jit that casts them on the
+            # device and calls the program, compiled for these input types.
+            key = tuple(map(_signature, flat_inputs))
+            executable = self._cast_executables.get(key)
+            if executable is None:
+                with self._lock:
+                    executable = self._cast_executables.get(key)
+                    if executable is None:
+                        cast_and_call = jax.jit(lambda *flat: tuple(self.bind(self.narrow_inputs(flat))))
+                        executable = _compat.compile_jitted(cast_and_call, tuple(flat_inputs), {})
+                        self._cast_executables[key] = executable
+        outs = executable.call(*flat_inputs)
+        fastpath = _compat.fastpath_data(executable, self.out_tree, flat_inputs, outs) \
+            if self.num_devices == 1 else None
+        return self.out_tree.unflatten(outs), fastpath
 
     @functools.cached_property
     def differentiable(self) -> Callable:
@@ -489,24 +527,7 @@ def _is_inexact(dtype) -> bool:
     return not _compat.is_extended_dtype(dtype) and jax.numpy.issubdtype(dtype, jax.numpy.inexact)
 
 
-def _jit_on_program_devices(program: _Program) -> Callable:
-    """A jit of the bind, on as many devices as the program was lowered for: with the
-    program's own shardings when it was lowered for several devices (in/out shardings,
-    shard_map), so that the call is placed where the program runs."""
-    bind = lambda *flat: tuple(program.bind(flat))  # noqa: E731
-    if program.num_devices <= 1:
-        return jax.jit(bind)
-    in_shardings, out_shardings = _compat.shardings_for_call(program.in_shardings, program.out_shardings,
-                                                             program.kept_var_idx, len(program.in_dtypes),
-                                                             len(program.out_avals), program.num_devices)
-    return jax.jit(bind, in_shardings=in_shardings, out_shardings=out_shardings)
-
-
 # ----------------------------------------------------------------------------- the function
-
-class _NeedsPythonPath(Exception):
-    """Raised inside the dispatch jit for a program lowered for several devices."""
-
 
 class NarrowedFunction:
     """What `x64guard.jit` returns. Cached per input signature, static arguments and mode:
@@ -524,19 +545,19 @@ class NarrowedFunction:
         self._cache: dict[tuple, _Program] = {}
         self._lock = threading.Lock()
         self._derived_functions: dict[tuple, NarrowedFunction] = {}
-        # Calls on arrays go through one jax.jit of `_dispatch_body`: JAX's C++ dispatch
-        # does the cache lookup, so a steady-state call costs about what a jax.jit call
-        # costs. Programs lowered for several devices (shardings, shard_map) take the
-        # Python path, which places the call on their devices.
-        self._dispatch: Callable | None = None
-        if not any(k in jit_kwargs for k in ("in_shardings", "out_shardings")):
-            # Argument 0 of the dispatch jit is static: which inputs were float64 numpy data.
-            shift = lambda nums: tuple(i + 1 if i >= 0 else i for i in _as_tuple(nums))  # noqa: E731
-            self._dispatch = jax.jit(self._dispatch_body,
-                                     static_argnums=(0,) + shift(jit_kwargs.get("static_argnums")),
-                                     static_argnames=jit_kwargs.get("static_argnames"),
-                                     donate_argnums=shift(jit_kwargs.get("donate_argnums")) or None,
-                                     donate_argnames=jit_kwargs.get("donate_argnames"))
+        # Calls on arrays go through a C++ dispatcher like jax.jit's: a new signature runs
+        # `_cache_miss` (specialize, compile the narrowed module, run), later calls of it
+        # run from C++ without Python. Argument 0 is static: which inputs were 64-bit
+        # numpy data (JAX's C++ cache does not tell float64 from float32 numpy with x64
+        # off, and they are traced at different widths).
+        shift = lambda nums: tuple(i + 1 if i >= 0 else i for i in _as_tuple(nums))  # noqa: E731
+        self._dispatch_key = lambda: None  # identifies this function in JAX's C++ cache
+        self._dispatch = _compat.cpp_dispatcher(
+            f"x64guard_{getattr(fun, '__name__', 'fun')}", self._dispatch_key, self._cache_miss,
+            static_argnums=(0,) + shift(jit_kwargs.get("static_argnums")),
+            static_argnames=_as_tuple(jit_kwargs.get("static_argnames")),
+            donate_argnums=shift(jit_kwargs.get("donate_argnums")),
+            donate_argnames=_as_tuple(jit_kwargs.get("donate_argnames")))
         functools.update_wrapper(self, fun)
 
     def __repr__(self) -> str:
@@ -548,28 +569,25 @@ class NarrowedFunction:
             with _compat.x64_enabled():
                 return self._jit64(*args, **kwargs)
         try:
-            dispatch = self._dispatch
-            if dispatch is not None and not kwargs:
-                # The steady state: positional arrays (JAX or numpy) with no 64-bit
-                # integers to range-check.
+            if not kwargs:
+                # The steady state: positional arrays. JAX arrays go straight to the C++
+                # dispatch (a signature with 64-bit integer arrays never gets a fast path:
+                # each call is range-checked in _cache_miss); numpy data is looked at here,
+                # because JAX's dispatch keys int64 and int32 numpy data alike.
                 wide_numpy = False
                 for leaf in args:
                     kind = type(leaf)
                     if kind is _ARRAY_TYPE:
-                        if leaf.dtype in _WIDE_INTEGERS:
-                            break
-                    elif kind is np.ndarray:
-                        dtype = leaf.dtype
-                        if dtype in _WIDE_INTEGERS:
-                            break
-                        wide_numpy = wide_numpy or dtype in _WIDE_FLOATS
-                    else:
+                        continue
+                    if kind is not np.ndarray:
                         break
+                    dtype = leaf.dtype
+                    if dtype in _WIDE_INTEGERS:
+                        break
+                    if dtype in _WIDE_NUMPY:
+                        wide_numpy = True
                 else:
-                    try:
-                        return dispatch(_wide_numpy_leaves(args) if wide_numpy else (), *args)
-                    except _NeedsPythonPath:
-                        self._dispatch = None
+                    return self._dispatch(_wide_numpy_leaves(args) if wide_numpy else (), *args)
             return self._call_general(mode, args, kwargs)
         except _JaxRuntimeError as exc:
             _raise_callback_error(exc)
@@ -582,28 +600,28 @@ class NarrowedFunction:
             # Inside a trace (an outer jit, vmap, grad): bind there.
             program, flat = self._specialize(args, kwargs, mode)
             return program.call_traced(flat)
-        dispatch = self._dispatch
-        if dispatch is not None and self._check_integer_inputs(dyn_args, dyn_kwargs, leaves):
-            try:
-                return dispatch(_wide_numpy_leaves(leaves), *args, **kwargs)
-            except _NeedsPythonPath:
-                self._dispatch = None
-        program, flat = self._specialize(args, kwargs, mode)
-        return program.call_concrete(flat)
+        self._check_integer_inputs(dyn_args, dyn_kwargs, leaves)
+        return self._dispatch(_wide_numpy_leaves(leaves), *args, **kwargs)
 
-    def _dispatch_body(self, wide_leaves: tuple, *args, **kwargs):
-        """The body of the dispatch jit: specialize on the tracers' types and bind.
-        wide_leaves (static): which inputs were float64/complex128 numpy data."""
-        program, flat = self._specialize(args, kwargs, self._mode or current_mode(), wide_leaves)
-        if program.num_devices != 1:
-            raise _NeedsPythonPath()
-        return program.out_tree.unflatten(program.bind(program.narrow_inputs(flat)))
+    def _cache_miss(self, wide_leaves: tuple, *args, **kwargs):
+        """A signature JAX's C++ dispatch has not run before (or one it may not run by
+        itself): specialize on the arguments as given and run; returns the outputs and
+        the fast path for the next calls."""
+        mode = self._mode or current_mode()
+        if mode is _ALLOW:  # set_mode("allow") from another thread since __call__ looked
+            with _compat.x64_enabled():
+                return self._jit64(*args, **kwargs), None
+        dyn_args, dyn_kwargs, _ = self._statics.split(args, kwargs)
+        leaves = jax.tree_util.tree_leaves((dyn_args, dyn_kwargs))
+        wide_integers = self._check_integer_inputs(dyn_args, dyn_kwargs, leaves)
+        program, flat = self._specialize(args, kwargs, mode, wide_leaves)
+        outputs, fastpath = program.run(flat)
+        return outputs, None if wide_integers else fastpath
 
     def _check_integer_inputs(self, dyn_args: tuple, dyn_kwargs: dict, leaves: list) -> bool:
         """jax.jit would wrap (or, for Python ints, refuse with an OverflowError) 64-bit
-        integers that do not fit: check concrete ones first, naming their path.
-        Returns whether the dispatch jit may take these inputs: uint64 numpy data would
-        reach its trace as uint32, which is not widened back (see _WIDEN_FOR_TRACE)."""
+        integers that do not fit: check concrete ones first, naming their path. Returns
+        whether there were 64-bit integers to check."""
         for leaf in leaves:
             kind = type(leaf)
             if kind is int:
@@ -612,20 +630,15 @@ class NarrowedFunction:
             elif getattr(leaf, "dtype", None) in _WIDE_INTEGERS:
                 break
         else:
-            return True
+            return False
         # Something to check: the slow path names the argument.
-        dispatchable = True
         with_paths, _ = jax.tree_util.tree_flatten_with_path((dyn_args, dyn_kwargs))
         for path, leaf in with_paths:
             if type(leaf) is int:
                 _check_range(np.asarray(leaf), np.dtype(np.int32), _keystr(path))
-                continue
-            dtype = getattr(leaf, "dtype", None)
-            if dtype in _WIDE_INTEGERS:
-                _check_range(leaf, NARROW_DTYPE[dtype], _keystr(path))
-                if dtype == np.dtype(np.uint64) and not isinstance(leaf, jax.Array):
-                    dispatchable = False
-        return dispatchable
+            elif getattr(leaf, "dtype", None) in _WIDE_INTEGERS:
+                _check_range(leaf, NARROW_DTYPE[leaf.dtype], _keystr(path))
+        return True
 
     def lower(self, *args, **kwargs) -> "Lowered":
         """The narrowed program for these arguments: `.as_text()`, `.findings`, `.compile()`."""
@@ -705,7 +718,7 @@ class NarrowedFunction:
             kept_in_avals=tuple(_narrow_aval(a) for a in convention.in_avals),
             in_shardings=convention.in_shardings, out_shardings=convention.out_shardings,
             num_devices=convention.num_devices, host_callbacks=convention.host_callbacks,
-            keepalive=convention.keepalive)
+            keepalive=convention.keepalive, lowered=lowered)
 
     def _flat_fun(self, in_tree, static) -> Callable:
         def flat_fun(*flat):
@@ -751,11 +764,7 @@ class Lowered:
         return self._program.narrowed.text
 
     def compile(self) -> "Compiled":
-        program = self._program
-        if program._run is None:
-            program._run = _jit_on_program_devices(program)
-        executable = program._run.lower(*program.narrow_inputs(self._flat_inputs)).compile()
-        return Compiled(program, executable, self._statics)
+        return Compiled(self._program, self._program.executable(), self._statics)
 
 
 class Compiled:
@@ -770,7 +779,7 @@ class Compiled:
         program = self._program
         dyn_args, dyn_kwargs, _ = self._statics.split(args, kwargs)
         leaves = jax.tree_util.tree_leaves((dyn_args, dyn_kwargs))
-        return program.out_tree.unflatten(self._executable(*program.narrow_inputs(leaves)))
+        return program.out_tree.unflatten(self._executable.call(*program.narrow_inputs(leaves)))
 
     def as_text(self) -> str:
-        return self._executable.as_text()
+        return self._executable.as_text()  # the compiled (optimized HLO) program
