@@ -325,3 +325,21 @@ def test_float64_and_float32_numpy_data_are_different_signatures():
     for _ in range(2):
         assert np.asarray(fn(one64)).tolist() == [9.0, 9.0]  # traced as float64
         assert np.asarray(fn(one32)).tolist() == [5.0, 5.0]  # traced as float32, as x32 JAX traces it
+
+
+def test_float64_arrays_of_a_caller_with_x64_on_lower_once_and_match_x32_jax():
+    """A user with x64 on hands x64guard.jit float64 arrays: the narrowed program takes
+    them as they are and converts them on the device (no second lowering, no host copy)."""
+    def fresh(x, w, n):
+        return jnp.tanh(x @ w) * n
+
+    x, w = np.linspace(-1, 1, 12).reshape(4, 3), np.full((3, 2), 0.5)
+    want = np.asarray(jax.jit(fresh)(x.astype(np.float32), w.astype(np.float32), np.int32(3)))
+    fn = x64guard.jit(fresh)
+    with oracle.x64(True):
+        args = (jnp.asarray(x), jnp.asarray(w), 3)
+        assert args[0].dtype == jnp.float64
+        lowerings, compiles = LOWERINGS.lowerings, COMPILES.count
+        outs = [np.asarray(fn(*args)) for _ in range(3)]
+        assert (LOWERINGS.lowerings - lowerings, COMPILES.count - compiles) == (1, 1)
+    assert all(oracle.bit_identical(o, want) for o in outs)

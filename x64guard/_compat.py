@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any
+from typing import Any, Sequence
 
 TESTED_JAX = ((0, 10, 0), (0, 11, 0))  # [low, high)
 ALLOW_UNTESTED_ENV = "X64GUARD_ALLOW_UNTESTED_JAX"
@@ -492,28 +492,25 @@ def effects_allow_custom_vjp(effects) -> bool:
 
 # -- compiling the narrowed module directly, dispatching from C++ --------------------------
 
-def compile_with_avals(lowered, module, narrow_aval):
-    """Compile `module` (the narrowed version of `lowered`'s own module) the way JAX
-    compiles `lowered`: same devices, shardings, donation, host callbacks and effects,
-    with input and output types narrowed by `narrow_aval`. No second lowering."""
+def compile_with_avals(lowered, module, in_avals: Sequence, out_avals: Sequence):
+    """Compile `module` (a rewrite of `lowered`'s own module) the way JAX compiles
+    `lowered`: same devices, shardings, donation, host callbacks and effects, with the
+    types of every flat input (`in_avals`, dead ones included) and of the outputs
+    replaced. No second lowering."""
     from jax._src.interpreters import pxla
 
     lowering = lowered._lowering
     args = dict(lowering.compile_args)
-    args["global_in_avals"] = [narrow_aval(a) for a in args["global_in_avals"]]
-    args["global_out_avals"] = [narrow_aval(a) for a in args["global_out_avals"]]
+    kept = sorted(args["kept_var_idx"])
+    args["global_in_avals"] = [in_avals[i] for i in kept]
+    args["global_out_avals"] = list(out_avals)
     info = args.get("all_args_info")
     if info is not None:
-        args["all_args_info"] = info._replace(in_avals=[narrow_aval(a) for a in info.in_avals])
+        args["all_args_info"] = info._replace(in_avals=list(in_avals))
     computation = pxla.MeshComputation(
         lowering._name, module, lowering.const_args, lowering._donated_invars, lowering._platforms,
         lowering._compiler_options_kvs, lowering._device_list, **args)
     return computation.compile()
-
-
-def compile_jitted(jitted, args: tuple, kwargs: dict):
-    """`jitted.lower(*args, **kwargs)`, compiled: the executable, for `fastpath_data`."""
-    return jitted.lower(*args, **kwargs)._lowering.compile()
 
 
 def fastpath_data(executable, out_tree, args_flat, outs_flat):

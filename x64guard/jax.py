@@ -169,8 +169,12 @@ _WIDE_NUMPY = frozenset({np.dtype(np.float64), np.dtype(np.complex128), np.dtype
 def _wide_numpy_leaves(leaves: Sequence) -> tuple[int, ...]:
     """Indices of float64/complex128/uint64 numpy inputs: JAX's C++ dispatch keys them as
     their 32-bit counterparts when x64 is off, but they are traced at 64 bits."""
-    return tuple(i for i, leaf in enumerate(leaves)
-                 if isinstance(leaf, (np.ndarray, np.generic)) and leaf.dtype in _WIDE_NUMPY)
+    wide = []
+    for i, leaf in enumerate(leaves):
+        kind = type(leaf)
+        if (kind is np.ndarray or isinstance(leaf, np.generic)) and leaf.dtype in _WIDE_NUMPY:
+            wide.append(i)
+    return tuple(wide)
 
 
 def _dispatch_dtype(x):
@@ -381,10 +385,10 @@ class _Program:
     num_devices: int
     host_callbacks: tuple
     keepalive: tuple
+    in_avals: tuple                    # every flat input's, narrowed (dead inputs included)
     lowered: Any                       # JAX's Lowered of the x64 program: compiled with the narrowed module
     _bytecode: bytes | None = None
-    _executable: Any = None
-    _cast_executables: dict = dataclasses.field(default_factory=dict)
+    _executables: dict = dataclasses.field(default_factory=dict)
     _lock: Any = dataclasses.field(default_factory=threading.Lock)
 
     def __repr__(self) -> str:
@@ -408,34 +412,35 @@ class _Program:
         flat = self.narrow_inputs(flat_inputs)
         return self.out_tree.unflatten(self.differentiable(*flat))
 
-    def executable(self):
+    def executable(self, wide_inputs: tuple = ()):
         """The narrowed module compiled as JAX compiles the x64 lowering it came from
-        (devices, shardings, donation, callbacks, effects): lowered once, compiled once."""
-        if self._executable is None:
+        (devices, shardings, donation, callbacks, effects): lowered once, compiled once.
+        wide_inputs: (index, 64-bit dtype) of inputs that arrive at 64 bits (arrays of a
+        caller with x64 on): a variant that converts them first, on the device."""
+        executable = self._executables.get(wide_inputs)
+        if executable is None:
             with self._lock:
-                if self._executable is None:
-                    self._executable = _compat.compile_with_avals(self.lowered, self.narrowed.module, _narrow_aval)
-        return self._executable
+                executable = self._executables.get(wide_inputs)
+                if executable is None:
+                    module = self.narrowed.module
+                    in_avals = list(self.in_avals)
+                    if wide_inputs:
+                        module = _with_converted_inputs(module, self, wide_inputs)
+                        for i, dtype in wide_inputs:
+                            in_avals[i] = in_avals[i].update(dtype=dtype)
+                    executable = _compat.compile_with_avals(self.lowered, module, in_avals, self.out_avals)
+                    self._executables[wide_inputs] = executable
+        return executable
 
     def run(self, flat_inputs: Sequence) -> tuple[Any, Any]:
         """Outside any trace: (outputs, what JAX's C++ dispatch needs to run later calls
         of this signature itself, or None)."""
-        if all(_dispatch_dtype(x) == d for x, d in zip(flat_inputs, self.in_dtypes)):
-            # What JAX's dispatch would hand the program (numpy float64 data is float32 with
-            # x64 off) is already narrowed: the program itself runs.
-            executable = self.executable()
-        else:
-            # 64-bit arrays (x64 on in the calling thread): one jit that casts them on the
-            # device and calls the program, compiled for these input types.
-            key = tuple(map(_signature, flat_inputs))
-            executable = self._cast_executables.get(key)
-            if executable is None:
-                with self._lock:
-                    executable = self._cast_executables.get(key)
-                    if executable is None:
-                        cast_and_call = jax.jit(lambda *flat: tuple(self.bind(self.narrow_inputs(flat))))
-                        executable = _compat.compile_jitted(cast_and_call, tuple(flat_inputs), {})
-                        self._cast_executables[key] = executable
+        # What JAX's dispatch hands the program in the calling thread (numpy float64 data
+        # is float32 with x64 off) is, input by input, the narrowed dtype or its 64-bit
+        # counterpart.
+        wide = tuple((i, d) for i, (x, n) in enumerate(zip(flat_inputs, self.in_dtypes))
+                     if (d := _dispatch_dtype(x)) != n)
+        executable = self.executable(wide)
         outs = executable.call(*flat_inputs)
         fastpath = _compat.fastpath_data(executable, self.out_tree, flat_inputs, outs) \
             if self.num_devices == 1 else None
@@ -564,10 +569,8 @@ class NarrowedFunction:
         return f"x64guard.jit({getattr(self._fun, '__name__', self._fun)!r})"
 
     def __call__(self, *args, **kwargs):
-        mode = self._mode or current_mode()
-        if mode is _ALLOW:
-            with _compat.x64_enabled():
-                return self._jit64(*args, **kwargs)
+        # The mode is part of JAX's jit cache key: in mode allow, every call reaches
+        # _cache_miss, which runs the function full width.
         try:
             if not kwargs:
                 # The steady state: positional arrays. JAX arrays go straight to the C++
@@ -588,16 +591,20 @@ class NarrowedFunction:
                         wide_numpy = True
                 else:
                     return self._dispatch(_wide_numpy_leaves(args) if wide_numpy else (), *args)
-            return self._call_general(mode, args, kwargs)
+            return self._call_general(args, kwargs)
         except _JaxRuntimeError as exc:
             _raise_callback_error(exc)
             raise
 
-    def _call_general(self, mode: Mode, args: tuple, kwargs: dict):
+    def _call_general(self, args: tuple, kwargs: dict):
         dyn_args, dyn_kwargs, _ = self._statics.split(args, kwargs)
         leaves = jax.tree_util.tree_leaves((dyn_args, dyn_kwargs))
         if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
             # Inside a trace (an outer jit, vmap, grad): bind there.
+            mode = self._mode or current_mode()
+            if mode is _ALLOW:
+                with _compat.x64_enabled():
+                    return self._jit64(*args, **kwargs)
             program, flat = self._specialize(args, kwargs, mode)
             return program.call_traced(flat)
         self._check_integer_inputs(dyn_args, dyn_kwargs, leaves)
@@ -608,7 +615,7 @@ class NarrowedFunction:
         itself): specialize on the arguments as given and run; returns the outputs and
         the fast path for the next calls."""
         mode = self._mode or current_mode()
-        if mode is _ALLOW:  # set_mode("allow") from another thread since __call__ looked
+        if mode is _ALLOW:  # full width, never a fast path (64-bit numpy data must stay 64-bit)
             with _compat.x64_enabled():
                 return self._jit64(*args, **kwargs), None
         dyn_args, dyn_kwargs, _ = self._statics.split(args, kwargs)
@@ -718,7 +725,8 @@ class NarrowedFunction:
             kept_in_avals=tuple(_narrow_aval(a) for a in convention.in_avals),
             in_shardings=convention.in_shardings, out_shardings=convention.out_shardings,
             num_devices=convention.num_devices, host_callbacks=convention.host_callbacks,
-            keepalive=convention.keepalive, lowered=lowered)
+            keepalive=convention.keepalive, lowered=lowered,
+            in_avals=tuple(_narrow_aval(a) for a in traced.jaxpr.in_avals))
 
     def _flat_fun(self, in_tree, static) -> Callable:
         def flat_fun(*flat):
@@ -765,6 +773,39 @@ class Lowered:
 
     def compile(self) -> "Compiled":
         return Compiled(self._program, self._program.executable(), self._statics)
+
+
+def _with_converted_inputs(module, program: _Program, wide_inputs: tuple):
+    """A copy of the narrowed module whose main takes the given inputs at their 64-bit
+    dtype and converts them to the narrowed one first (what a caller with x64 on hands
+    it), so that no second JAX lowering is needed for that caller."""
+    from jax.extend.mlir import ir
+    from jax.extend.mlir.dialects import stablehlo
+
+    from x64guard import mlir as x64guard_mlir
+
+    copy = x64guard_mlir.clone(module)
+    with copy.context, ir.Location.unknown(copy.context):
+        main = next(op for op in copy.body.operations
+                    if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main")
+        block = main.regions[0].blocks[0]
+        kept = sorted(program.kept_var_idx)
+        first = len(program.ordered_effects)  # main's leading token arguments
+        element = {np.dtype(np.float64): ir.F64Type.get, np.dtype(np.int64): lambda: ir.IntegerType.get_signless(64),
+                   np.dtype(np.uint64): lambda: ir.IntegerType.get_unsigned(64),
+                   np.dtype(np.complex128): lambda: ir.ComplexType.get(ir.F64Type.get())}
+        for i, dtype in wide_inputs:
+            if i not in program.kept_var_idx:
+                continue
+            arg = block.arguments[first + kept.index(i)]
+            narrow_type = ir.RankedTensorType(arg.type)
+            arg.set_type(ir.RankedTensorType.get(narrow_type.shape, element[np.dtype(dtype)]()))
+            convert = stablehlo.ConvertOp(narrow_type, arg, ip=ir.InsertionPoint.at_block_begin(block))
+            arg.replace_all_uses_except(convert.result, convert.operation)
+        function_type = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        main.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get([a.type for a in block.arguments], function_type.results))
+    return copy
 
 
 class Compiled:
