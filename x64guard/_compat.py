@@ -415,6 +415,12 @@ def emit_inlined_call(ctx, args, *, bytecode: bytes, name: str, kept_var_idx, or
     from jax._src.lib.mlir.dialects import func as func_dialect
 
     module_context = ctx.module_context
+    caller_devices = _num_devices(module_context.axis_context)
+    if num_devices > 1 and caller_devices != num_devices:
+        raise ValueError(
+            f"x64guard.jit: {name.removeprefix('x64guard_')} was lowered for {num_devices} devices (its shardings or a "
+            f"shard_map) and is called inside a program lowered for {caller_devices}; call it outside that program, "
+            f"or give the outer jax.jit shardings on the same {num_devices} devices")
     with module_context.context:
         submodule = ir.Module.parse(bytecode)
     if host_callbacks:
@@ -440,6 +446,16 @@ def emit_inlined_call(ctx, args, *, bytecode: bytes, name: str, kept_var_idx, or
     if num_devices > 1:
         results = [_with_sharding(ctx, x, aval, s) for x, aval, s in zip(results, ctx.avals_out, out_shardings)]
     return results
+
+
+def _num_devices(axis_context) -> int:
+    from jax._src import sharding_impls
+
+    if isinstance(axis_context, sharding_impls.ShardingContext):
+        return axis_context.num_devices
+    if isinstance(axis_context, sharding_impls.SPMDAxisContext):
+        return axis_context.mesh.size
+    return 1
 
 
 def _renumber_host_callbacks(submodule, host_callbacks, module_context) -> None:

@@ -50,8 +50,6 @@ _WIDE_INTEGERS = frozenset({np.dtype(np.int64), np.dtype(np.uint64)})
 _ALLOW = Mode.ALLOW
 _JaxRuntimeError = jax.errors.JaxRuntimeError
 _ARRAY_TYPE = _compat.array_impl_type()  # jax.Array's concrete class (no array made at import)
-# Types that are pytree leaves for sure: a call made only of these needs no flattening.
-_LEAF_TYPES = frozenset({_ARRAY_TYPE, np.ndarray, int, float, bool, complex})
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _compat.exclude_from_user_frames(_PACKAGE_DIR)
@@ -554,17 +552,26 @@ class NarrowedFunction:
         self._derived_functions: dict[tuple, NarrowedFunction] = {}
         # Calls on arrays go through a C++ dispatcher like jax.jit's: a new signature runs
         # `_cache_miss` (specialize, compile the narrowed module, run), later calls of it
-        # run from C++ without Python. Argument 0 is static: which inputs were 64-bit
-        # numpy data (JAX's C++ cache does not tell float64 from float32 numpy with x64
-        # off, and they are traced at different widths).
-        shift = lambda nums: tuple(i + 1 if i >= 0 else i for i in _as_tuple(nums))  # noqa: E731
-        self._dispatch_key = lambda: None  # identifies this function in JAX's C++ cache
+        # run from C++ without Python. Calls holding 64-bit numpy data go through a second
+        # one whose argument 0 is static: which inputs those are (JAX's C++ cache does not
+        # tell float64 from float32 numpy with x64 off, and they are traced at different
+        # widths); the common case pays no static argument.
+        name = f"x64guard_{getattr(fun, '__name__', 'fun')}"
+        static_argnums = _as_tuple(jit_kwargs.get("static_argnums"))
+        donate_argnums = _as_tuple(jit_kwargs.get("donate_argnums"))
+        static_argnames = _as_tuple(jit_kwargs.get("static_argnames"))
+        donate_argnames = _as_tuple(jit_kwargs.get("donate_argnames"))
+        shift = lambda nums: tuple(i + 1 if i >= 0 else i for i in nums)  # noqa: E731
+        # Distinct objects identify the two dispatchers in JAX's C++ cache.
+        self._dispatch_keys = (lambda: None, lambda: None)
         self._dispatch = _compat.cpp_dispatcher(
-            f"x64guard_{getattr(fun, '__name__', 'fun')}", self._dispatch_key, self._cache_miss,
-            static_argnums=(0,) + shift(jit_kwargs.get("static_argnums")),
-            static_argnames=_as_tuple(jit_kwargs.get("static_argnames")),
-            donate_argnums=shift(jit_kwargs.get("donate_argnums")),
-            donate_argnames=_as_tuple(jit_kwargs.get("donate_argnames")))
+            name, self._dispatch_keys[0], functools.partial(self._cache_miss, ()),
+            static_argnums=static_argnums, static_argnames=static_argnames,
+            donate_argnums=donate_argnums, donate_argnames=donate_argnames)
+        self._dispatch_wide = _compat.cpp_dispatcher(
+            name, self._dispatch_keys[1], self._cache_miss,
+            static_argnums=(0,) + shift(static_argnums), static_argnames=static_argnames,
+            donate_argnums=shift(donate_argnums), donate_argnames=donate_argnames)
         functools.update_wrapper(self, fun)
 
     def __repr__(self) -> str:
@@ -575,28 +582,36 @@ class NarrowedFunction:
         # _cache_miss, which runs the function full width.
         try:
             if not kwargs:
-                # The steady state: positional arrays. JAX arrays go straight to the C++
-                # dispatch (a signature with 64-bit integer arrays never gets a fast path:
-                # each call is range-checked in _cache_miss); numpy data is looked at here,
-                # because JAX's dispatch keys int64 and int32 numpy data alike.
-                wide_numpy = False
                 for leaf in args:
-                    kind = type(leaf)
-                    if kind is _ARRAY_TYPE:
-                        continue
-                    if kind is not np.ndarray:
-                        break
-                    dtype = leaf.dtype
-                    if dtype in _WIDE_INTEGERS:
-                        break
-                    if dtype in _WIDE_NUMPY:
-                        wide_numpy = True
-                else:
-                    return self._dispatch(_wide_numpy_leaves(args) if wide_numpy else (), *args)
+                    if type(leaf) is not _ARRAY_TYPE:
+                        return self._call_positional(args)
+                # The steady state: JAX arrays straight to the C++ dispatch (a signature
+                # with 64-bit integer arrays never gets a fast path: every such call is
+                # range-checked in _cache_miss).
+                return self._dispatch(*args)
             return self._call_general(args, kwargs)
         except _JaxRuntimeError as exc:
             _raise_callback_error(exc)
             raise
+
+    def _call_positional(self, args: tuple):
+        """Positional arguments, some not JAX arrays: numpy data is looked at here, because
+        JAX's dispatch keys 64-bit numpy data as its 32-bit counterpart when x64 is off."""
+        wide_numpy = False
+        for leaf in args:
+            kind = type(leaf)
+            if kind is _ARRAY_TYPE:
+                continue
+            if kind is not np.ndarray:
+                return self._call_general(args, {})
+            dtype = leaf.dtype
+            if dtype in _WIDE_INTEGERS:
+                return self._call_general(args, {})
+            if dtype in _WIDE_NUMPY:
+                wide_numpy = True
+        if wide_numpy:
+            return self._dispatch_wide(_wide_numpy_leaves(args), *args)
+        return self._dispatch(*args)
 
     def _call_general(self, args: tuple, kwargs: dict):
         dyn_args, dyn_kwargs, _ = self._statics.split(args, kwargs)
@@ -610,7 +625,10 @@ class NarrowedFunction:
             program, flat = self._specialize(args, kwargs, mode)
             return program.call_traced(flat)
         self._check_integer_inputs(dyn_args, dyn_kwargs, leaves)
-        return self._dispatch(_wide_numpy_leaves(leaves), *args, **kwargs)
+        wide = _wide_numpy_leaves(leaves)
+        if wide:
+            return self._dispatch_wide(wide, *args, **kwargs)
+        return self._dispatch(*args, **kwargs)
 
     def _cache_miss(self, wide_leaves: tuple, *args, **kwargs):
         """A signature JAX's C++ dispatch has not run before (or one it may not run by
