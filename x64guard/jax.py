@@ -814,13 +814,14 @@ def _with_converted_inputs(module, program: _Program, wide_inputs: tuple):
         element = {np.dtype(np.float64): ir.F64Type.get, np.dtype(np.int64): lambda: ir.IntegerType.get_signless(64),
                    np.dtype(np.uint64): lambda: ir.IntegerType.get_unsigned(64),
                    np.dtype(np.complex128): lambda: ir.ComplexType.get(ir.F64Type.get())}
+        before_body = ir.InsertionPoint(block.operations[0])
         for i, dtype in wide_inputs:
             if i not in program.kept_var_idx:
                 continue
             arg = block.arguments[first + kept.index(i)]
             narrow_type = ir.RankedTensorType(arg.type)
             arg.set_type(ir.RankedTensorType.get(narrow_type.shape, element[np.dtype(dtype)]()))
-            convert = stablehlo.ConvertOp(narrow_type, arg, ip=ir.InsertionPoint.at_block_begin(block))
+            convert = stablehlo.ConvertOp(narrow_type, arg, ip=before_body)
             arg.replace_all_uses_except(convert.result, convert.operation)
         function_type = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
         main.attributes["function_type"] = ir.TypeAttr.get(
