@@ -343,3 +343,12 @@ def test_float64_arrays_of_a_caller_with_x64_on_lower_once_and_match_x32_jax():
         outs = [np.asarray(fn(*args)) for _ in range(3)]
         assert (LOWERINGS.lowerings - lowerings, COMPILES.count - compiles) == (1, 1)
     assert all(oracle.bit_identical(o, want) for o in outs)
+
+
+def test_donated_inputs_are_donated():
+    fn = x64guard.jit(lambda state, x: state * 2.0 + x, donate_argnums=0)
+    state = jnp.ones(1024, jnp.float32)
+    out = fn(state, jnp.ones(1024, jnp.float32))
+    assert state.is_deleted() and out.dtype == jnp.float32
+    again = fn(out, jnp.ones(1024, jnp.float32))  # the steady state donates too
+    assert out.is_deleted() and float(again[0]) == 7.0
