@@ -127,16 +127,6 @@ def exclude_from_user_frames(path: str) -> None:
     traceback_util.register_exclusion(path)
 
 
-def exported_abstract_mesh(exported):
-    """The abstract mesh an Exported's NamedShardings refer to, or None.
-    (Exported keeps them in private fields; jax.export offers no public accessor.)"""
-    for sharding in tuple(getattr(exported, "_in_named_shardings", ())) + tuple(
-            getattr(exported, "_out_named_shardings", ())):
-        if sharding is not None and getattr(sharding.mesh, "axis_names", ()):
-            return sharding.mesh
-    return None
-
-
 def register_mhlo(context) -> None:
     """MHLO, for modules converted from XLA's optimized HLO (mhlo.fusion, ...): jaxlib
     ships the dialect but jax.extend does not expose it."""

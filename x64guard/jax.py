@@ -1,17 +1,23 @@
 """x64guard.jit: trace with 64-bit types for one function, run it narrowed.
 
 `x64guard.jit(f)` traces `f` with jax_enable_x64 on for that trace only (thread-local,
-restored on exit), lowers it once, narrows the lowering with the core pass, and calls
-the narrowed module through a primitive whose lowering rule inlines it into the calling
-program. So it composes like any JAX function: called directly (through one `jax.jit`,
-whose C++ dispatch runs the steady state), inside an outer `jax.jit`, under `jax.vmap`
-(a batching rule that narrows the vmapped function) and under `jax.grad` (a custom VJP
-that narrows the x64 VJP).
+restored on exit), lowers it once, narrows the lowering with the core pass and compiles
+the narrowed module with the x64 lowering's own compile arguments (devices, shardings,
+donation, host callbacks, effects): no jax.export round trip, no second lowering. A C++
+dispatcher like jax.jit's runs later calls of a signature without Python.
+
+It composes like any JAX function: inside an outer `jax.jit` (an `x64guard_call`
+primitive whose lowering rule inlines the narrowed module), under `jax.vmap` (a batching
+rule that narrows the vmapped function) and under `jax.grad` (a custom VJP that narrows
+the x64 VJP).
 
 Host callbacks (jax.debug.print/callback, pure_callback, io_callback, equinox's error_if)
 run at 32 bits: the traced program is rewritten so that each callback receives what x32
 JAX would give it and its declared 64-bit results come back narrowed (integers
 range-checked), so the narrowed module's callbacks carry only 32-bit types.
+
+Inputs: float32/complex64 data is traced at its own width (as x32 JAX traces it),
+integers and 64-bit data at 64 bits (docs/jit.md, "Input widths", gives the data).
 
 Only adapts: all narrowing is `x64guard.narrow`.
 """

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import sys
 import warnings
-import zlib
 from collections import Counter
 from typing import Callable, Iterator, Sequence
 

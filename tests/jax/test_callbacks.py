@@ -222,6 +222,11 @@ CASES = [
     Case("equinox_error_if", _equinox_error_if, (X, N)),
     Case("diffrax_default_error_checks", _diffrax_default_error_checks, (X[:2], N)),
 ]
+SLOW = {"diffrax_default_error_checks"}  # over ~5 s: a fast tier can deselect them (-m "not slow")
+
+
+def params(cases):
+    return [pytest.param(c, id=c.name, marks=[pytest.mark.slow] if c.name in SLOW else []) for c in cases]
 
 
 def run_both(case: Case, capfd) -> tuple:
@@ -242,7 +247,7 @@ def run_both(case: Case, capfd) -> tuple:
     return results
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", params(CASES))
 def test_callback_sees_and_returns_what_x32_jax_does(case, capfd):
     (got, got_log, got_out), (want, want_log, want_out) = run_both(case, capfd)
     assert len(got) == len(want)
@@ -255,7 +260,7 @@ def test_callback_sees_and_returns_what_x32_jax_does(case, capfd):
         assert got_out.splitlines() == want_out.splitlines()
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", params(CASES))
 def test_callback_custom_calls_carry_only_32_bit_types(case):
     text = x64guard.jit(case.make(Log())).lower(*case.args).as_text()
     calls = [line for line in text.splitlines() if "python_cpu_callback" in line and "custom_call" in line]
