@@ -62,17 +62,20 @@ _compat.exclude_from_user_frames(_PACKAGE_DIR)
 
 
 def jit(fun: Callable | None = None, *, mode: "Mode | str | None" = None, overflow: str = "error",
-        **jit_kwargs: Any) -> "NarrowedFunction | Callable[[Callable], NarrowedFunction]":
+        **jit_kwargs: Any) -> Callable:
     """`jax.jit`, narrowed: usable as `x64guard.jit(f)`, `@x64guard.jit` and
     `@x64guard.jit(mode="error")`. Accepts what `jax.jit` accepts.
 
     mode: allow (run full width, 64-bit results), warn (narrow), error (refuse any 64-bit
     use at trace time). None: the mode in force when called (`x64guard.mode`,
     `x64guard.set_mode`, $X64GUARD_MODE, else warn).
+
+    Returns a function (wrapping `fun`) with `.lower(*args, **kwargs)`; its
+    `.narrowed_function` is the `NarrowedFunction` behind it.
     """
     if fun is None:
         return functools.partial(jit, mode=mode, overflow=overflow, **jit_kwargs)
-    return NarrowedFunction(fun, mode=mode, overflow=overflow, jit_kwargs=jit_kwargs)
+    return NarrowedFunction(fun, mode=mode, overflow=overflow, jit_kwargs=jit_kwargs).function
 
 
 # ----------------------------------------------------------------------------- statics
@@ -578,27 +581,41 @@ class NarrowedFunction:
             name, self._dispatch_keys[1], self._cache_miss,
             static_argnums=(0,) + shift(static_argnums), static_argnames=static_argnames,
             donate_argnums=shift(donate_argnums), donate_argnames=donate_argnames)
+        self.function = self._make_function()
         functools.update_wrapper(self, fun)
 
     def __repr__(self) -> str:
         return f"x64guard.jit({getattr(self._fun, '__name__', self._fun)!r})"
 
     def __call__(self, *args, **kwargs):
-        # The mode is part of JAX's jit cache key: in mode allow, every call reaches
-        # _cache_miss, which runs the function full width.
-        try:
-            if not kwargs:
-                for leaf in args:
-                    if type(leaf) is not _ARRAY_TYPE:
-                        return self._call_positional(args)
-                # The steady state: JAX arrays straight to the C++ dispatch (a signature
-                # with 64-bit integer arrays never gets a fast path: every such call is
-                # range-checked in _cache_miss).
-                return self._dispatch(*args)
-            return self._call_general(args, kwargs)
-        except _JaxRuntimeError as exc:
-            _raise_callback_error(exc)
-            raise
+        return self.function(*args, **kwargs)
+
+    def _make_function(self) -> Callable:
+        """What x64guard.jit returns: a plain function (cheaper to call than an instance's
+        __call__) that hands JAX arrays straight to the C++ dispatch. The mode is part
+        of JAX's jit cache key: in mode allow, every call reaches _cache_miss, which runs
+        the function full width."""
+        dispatch, positional, general = self._dispatch, self._call_positional, self._call_general
+        array_type = _ARRAY_TYPE
+
+        def narrowed(*args, **kwargs):
+            try:
+                if not kwargs:
+                    for leaf in args:
+                        if type(leaf) is not array_type:
+                            return positional(args)
+                    # The steady state (a signature with 64-bit integer arrays never gets
+                    # a fast path: every such call is range-checked in _cache_miss).
+                    return dispatch(*args)
+                return general(args, kwargs)
+            except _JaxRuntimeError as exc:
+                _raise_callback_error(exc)
+                raise
+
+        functools.update_wrapper(narrowed, self._fun)
+        narrowed.lower = self.lower
+        narrowed.narrowed_function = self
+        return narrowed
 
     def _call_positional(self, args: tuple):
         """Positional arguments, some not JAX arrays: numpy data is looked at here, because
