@@ -263,3 +263,92 @@ def test_set_mode_is_process_wide_and_explicit_mode_wins():
     finally:
         x64guard.set_mode("warn")
     assert fn(np.ones(2)).dtype == jnp.float32
+
+
+# --- lowering once -------------------------------------------------------------------
+
+class LoweringCounter:
+    def __init__(self):
+        self.lowerings = 0
+        jax.monitoring.register_event_duration_secs_listener(self._listen)
+
+    def _listen(self, event, duration, **kwargs):
+        if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+            self.lowerings += 1
+
+
+LOWERINGS = LoweringCounter()
+
+
+def test_first_call_lowers_the_function_once_and_compiles_once():
+    """One x64 lowering of the user's function (no jax.export round trip, no second
+    lowering, no wrapper program): its narrowed module is what gets compiled, once."""
+    def fresh(x, y):
+        return jnp.tanh(x @ y) * 2.0
+
+    x, y = np.ones((4, 3)), np.ones((3, 2))
+    lowerings, compiles = LOWERINGS.lowerings, COMPILES.count
+    out = x64guard.jit(fresh)(x, y)
+    assert out.dtype == jnp.float32
+    assert (LOWERINGS.lowerings - lowerings, COMPILES.count - compiles) == (1, 1)
+    fn = x64guard.jit(fresh)  # another function object: its own cache
+    fn(x, y)
+    lowerings, compiles = LOWERINGS.lowerings, COMPILES.count
+    for _ in range(3):
+        fn(x, y)
+        fn(x.astype(np.float32), y.astype(np.float32))  # float32 inputs: traced at their own width, once
+    assert (LOWERINGS.lowerings - lowerings, COMPILES.count - compiles) == (1, 1)
+
+
+def test_int64_arrays_are_range_checked_on_every_call_of_a_signature():
+    """JAX's C++ dispatch runs cached signatures without Python; signatures holding 64-bit
+    integers never get that fast path, so every call is checked, never wrapped."""
+    fn = x64guard.jit(lambda n, x: n * 2 + x)
+    with oracle.x64(True):
+        small, big = jnp.arange(3, dtype=jnp.int64), jnp.array([1, 2, 2**40], dtype=jnp.int64)
+    for _ in range(3):
+        assert np.asarray(fn(small, np.int32(1))).tolist() == [1, 3, 5]
+        with pytest.raises(x64guard.X64GuardError, match=r"args\[0\]: value 1099511627776 does not fit in int32"):
+            fn(big, np.int32(1))
+    numpy_small, numpy_big = np.arange(3, dtype=np.int64), np.array([1, 2, 2**40], dtype=np.int64)
+    for _ in range(3):
+        assert np.asarray(fn(numpy_small, np.int32(1))).tolist() == [1, 3, 5]
+        with pytest.raises(x64guard.X64GuardError, match="1099511627776"):
+            fn(numpy_big, np.int32(1))
+
+
+def test_float64_and_float32_numpy_data_are_different_signatures():
+    """JAX's C++ dispatch keys float64 and float32 numpy data alike with x64 off; x64guard
+    traces them at different widths (float64 as given, float32 at its own width)."""
+    fn = x64guard.jit(lambda x: x + x.dtype.itemsize)
+    one64, one32 = np.ones(2), np.ones(2, np.float32)
+    for _ in range(2):
+        assert np.asarray(fn(one64)).tolist() == [9.0, 9.0]  # traced as float64
+        assert np.asarray(fn(one32)).tolist() == [5.0, 5.0]  # traced as float32, as x32 JAX traces it
+
+
+def test_float64_arrays_of_a_caller_with_x64_on_lower_once_and_match_x32_jax():
+    """A user with x64 on hands x64guard.jit float64 arrays: the narrowed program takes
+    them as they are and converts them on the device (no second lowering, no host copy)."""
+    def fresh(x, w, n):
+        return jnp.tanh(x @ w) * n
+
+    x, w = np.linspace(-1, 1, 12).reshape(4, 3), np.full((3, 2), 0.5)
+    want = np.asarray(jax.jit(fresh)(x.astype(np.float32), w.astype(np.float32), np.int32(3)))
+    fn = x64guard.jit(fresh)
+    with oracle.x64(True):
+        args = (jnp.asarray(x), jnp.asarray(w), 3)
+        assert args[0].dtype == jnp.float64
+        lowerings, compiles = LOWERINGS.lowerings, COMPILES.count
+        outs = [np.asarray(fn(*args)) for _ in range(3)]
+        assert (LOWERINGS.lowerings - lowerings, COMPILES.count - compiles) == (1, 1)
+    assert all(oracle.bit_identical(o, want) for o in outs)
+
+
+def test_donated_inputs_are_donated():
+    fn = x64guard.jit(lambda state, x: state * 2.0 + x, donate_argnums=0)
+    state = jnp.ones(1024, jnp.float32)
+    out = fn(state, jnp.ones(1024, jnp.float32))
+    assert state.is_deleted() and out.dtype == jnp.float32
+    again = fn(out, jnp.ones(1024, jnp.float32))  # the steady state donates too
+    assert out.is_deleted() and float(again[0]) == 7.0

@@ -68,6 +68,18 @@ SHARDED = """
     result["shard_map_dtypes"] = [str(a.dtype), str(g.dtype)]
     result["shard_map_identical"] = bool(bit_identical(np.asarray(a), np.asarray(ra))) and bool(
         bit_identical(np.asarray(g), np.asarray(rg)))
+    # Inside an outer jit on the same devices: the narrowed module is inlined there.
+    outer = jax.jit(lambda a, b, c: narrowed(a, b, c)[0] * 2, in_shardings=(in_s, None, None))
+    got = outer(xs, w.astype(np.float32), offsets.astype(np.int32))
+    want = jax.jit(lambda a, b, c: dense(a, b, c)[0] * 2, in_shardings=(in_s, None, None))(
+        jax.device_put(x.astype(np.float32), in_s), w.astype(np.float32), offsets.astype(np.int32))
+    result["nested_identical"] = bool(bit_identical(np.asarray(got), np.asarray(want)))
+    # Inside an outer jit on one device: refused clearly (not an XLA error).
+    try:
+        jax.jit(lambda a, b: x64guard.jit(collective)(a, b)[0] + 1)(ints.astype(np.int32), floats.astype(np.float32))
+        result["nested_shard_map"] = "ran"
+    except ValueError as exc:
+        result["nested_shard_map"] = str(exc)
     lowered = x64guard.jit(collective).lower(ints, floats).as_text()
     result["collectives_narrowed"] = ("all_reduce" in lowered or "all-reduce" in lowered) and "i64" not in lowered.split("func.func")[1]
     print(json.dumps(result))
@@ -81,6 +93,8 @@ def test_sharded_programs_on_eight_devices():
     assert result["dense_identical"]
     assert result["shard_map_dtypes"] == ["int32", "float32"]
     assert result["shard_map_identical"]
+    assert result["nested_identical"]
+    assert "lowered for 8 devices" in result["nested_shard_map"] and "lowered for 1" in result["nested_shard_map"]
 
 
 PERSISTENT = """
@@ -132,3 +146,15 @@ def test_cache_key_hook_includes_the_mode():
     """
     out = run_child(code, {})
     assert "x64guard_mode=allow" in out["allow"] and "x64guard_mode=warn" in out["warn"]
+
+
+def test_import_creates_no_array_and_starts_no_backend():
+    code = """
+        import json, sys
+        import x64guard, x64guard.jax
+        from jax._src import xla_bridge
+        fn = x64guard.jit(lambda x: x * 2)  # wrapping a function starts nothing either
+        print(json.dumps({"backends": sorted(xla_bridge._backends)}))
+    """
+    out = run_child(code, {"JAX_PLATFORMS": "cpu"})
+    assert out["backends"] == []

@@ -7,7 +7,9 @@ plainly when it meets another version, instead of failing somewhere deep inside 
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from typing import Any, Sequence
 
 TESTED_JAX = ((0, 10, 0), (0, 11, 0))  # [low, high)
 ALLOW_UNTESTED_ENV = "X64GUARD_ALLOW_UNTESTED_JAX"
@@ -125,16 +127,6 @@ def exclude_from_user_frames(path: str) -> None:
     traceback_util.register_exclusion(path)
 
 
-def exported_abstract_mesh(exported):
-    """The abstract mesh an Exported's NamedShardings refer to, or None.
-    (Exported keeps them in private fields; jax.export offers no public accessor.)"""
-    for sharding in tuple(getattr(exported, "_in_named_shardings", ())) + tuple(
-            getattr(exported, "_out_named_shardings", ())):
-        if sharding is not None and getattr(sharding.mesh, "axis_names", ()):
-            return sharding.mesh
-    return None
-
-
 def register_mhlo(context) -> None:
     """MHLO, for modules converted from XLA's optimized HLO (mhlo.fusion, ...): jaxlib
     ships the dialect but jax.extend does not expose it."""
@@ -155,3 +147,404 @@ def stablehlo_to_xla_computation(module: "str | bytes"):
     from jaxlib._jax import mlir as jaxlib_mlir
 
     return jaxlib_mlir.mlir_module_to_xla_computation(module, use_tuple_args=False, return_tuple=False)
+
+
+# ----------------------------------------------------------------------------- x64guard.jit
+# What x64guard.jit needs from JAX's internals: one traced and lowered x64 program, its
+# calling convention, host callbacks rewritten to run at 32 bits, and a primitive whose
+# lowering inlines the narrowed module into whatever program calls it.
+
+
+def array_impl_type() -> type:
+    """jax.Array's concrete class, without creating an array (which would start a backend)."""
+    from jax._src.array import ArrayImpl
+
+    return ArrayImpl
+
+
+def excluded_source_dirs() -> tuple[str, ...]:
+    """Directories whose frames are never 'the user's line': JAX's and jaxlib's."""
+    import jax
+    import jaxlib
+
+    return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (jax, jaxlib))
+
+
+def trace_x64(jitted, args: tuple, kwargs: dict):
+    """`jitted.trace(*args, **kwargs)` with 64-bit types on for this thread only, and
+    closed-over constants embedded in the program (not hoisted into extra arguments,
+    which the calling convention below does not carry)."""
+    from jax._src import config
+
+    with config.enable_x64(True), config.use_simplified_jaxpr_constants(False):
+        return jitted.trace(*args, **kwargs)
+
+
+def lower_traced(traced, closed_jaxpr=None):
+    """Lower a `Traced` (optionally with its jaxpr replaced by `closed_jaxpr`, which has
+    the same signature) with 64-bit types on for this thread only."""
+    from jax._src import config, stages
+
+    if closed_jaxpr is not None and closed_jaxpr is not traced.jaxpr:
+        traced = stages.Traced(traced._meta_tys_flat, dict(traced._params, jaxpr=closed_jaxpr),
+                               traced._in_tree, traced.out_tree, traced._consts)
+    with config.enable_x64(True), config.use_simplified_jaxpr_constants(False):
+        return traced.lower()
+
+
+@dataclasses.dataclass(frozen=True)
+class CallingConvention:
+    """How a lowered program's `main` is called, from the one lowering (no jax.export).
+
+    main(*tokens for ordered_effects, *inputs[kept_var_idx]) -> (*tokens, *outputs)."""
+
+    module: Any                    # JAX's own cached ir.Module: never mutate it
+    in_avals: tuple                # the kept inputs' (after dead-input elimination)
+    out_avals: tuple
+    kept_var_idx: frozenset
+    ordered_effects: tuple
+    effects: frozenset             # ordered and unordered
+    host_callbacks: tuple          # main's callbacks, by the index their custom_calls carry
+    keepalive: tuple
+    num_devices: int
+    in_shardings: tuple            # concrete Sharding per kept input, or None
+    out_shardings: tuple
+
+
+def calling_convention(lowered) -> CallingConvention:
+    from jax._src import sharding_impls
+
+    lowering = lowered._lowering
+    args = lowering.compile_args
+    if lowering.const_args:
+        raise NotImplementedError("x64guard.jit: lowered program has hoisted constant arguments")
+
+    def concrete(shardings, n):
+        shardings = tuple(shardings) if shardings is not None else (None,) * n
+        return tuple(None if isinstance(s, sharding_impls.UnspecifiedValue) or s is None else s
+                     for s in shardings)
+
+    in_avals = tuple(args["global_in_avals"])
+    out_avals = tuple(args["global_out_avals"])
+    ordered = tuple(args["ordered_effects"])
+    return CallingConvention(
+        module=lowering.stablehlo(),
+        in_avals=in_avals, out_avals=out_avals,
+        kept_var_idx=frozenset(args["kept_var_idx"]),
+        ordered_effects=ordered,
+        effects=frozenset(ordered) | frozenset(args["unordered_effects"]),
+        host_callbacks=tuple(args["host_callbacks"]), keepalive=tuple(args["keepalive"]),
+        num_devices=int(args["num_devices"]),
+        in_shardings=concrete(args["in_shardings"], len(in_avals)),
+        out_shardings=concrete(args["out_shardings"], len(out_avals)))
+
+
+def is_extended_dtype(dtype) -> bool:
+    """PRNG key types (key<fry>, key<rbg>) and other dtypes numpy cannot interpret."""
+    from jax._src import dtypes
+
+    return dtypes.issubdtype(dtype, dtypes.extended)
+
+
+# -- host callbacks at 32 bits -----------------------------------------------------------
+
+def callback_primitives() -> dict:
+    """The callback primitives x64guard.jit rewrites, by name: debug_callback and
+    debug_print (operands only), pure_callback and io_callback (operands and results)."""
+    from jax._src import callback, debugging
+
+    return {"debug_callback": debugging.debug_callback_p, "debug_print": debugging.debug_print_p,
+            "pure_callback": callback.pure_callback_p, "io_callback": callback.io_callback_p}
+
+
+def callback_name(params: dict) -> str:
+    """The user's function behind a callback equation, for messages."""
+    callback = params.get("callback")
+    inner = getattr(callback, "callback_func", None) or getattr(callback, "func", None) or callback
+    name = getattr(inner, "__qualname__", None) or getattr(inner, "__name__", None) or repr(inner)
+    return f"{getattr(inner, '__module__', None) or '?'}.{name}" if callable(inner) else str(name)
+
+
+def narrow_callback_equations(closed_jaxpr, narrow_dtype, wrap_results):
+    """`closed_jaxpr` with every host callback run at 32 bits, or None if it has none to
+    rewrite. Same signature, same effects: 64-bit operands are converted to their 32-bit
+    dtype before the callback (what the narrowed program holds there anyway), declared
+    64-bit results come back at 32 bits (`wrap_results(callback, declared, narrowed, name)`
+    converts them on the host) and are converted back to the declared type for the rest
+    of the x64 program, where narrowing makes those converts no-ops. Nested jaxprs (jit,
+    cond, while, scan, custom_jvp/vjp, shard_map, remat) are rewritten too.
+
+    narrow_dtype(dtype) -> the 32-bit dtype, or None if `dtype` stays.
+    """
+    from jax._src import core
+    from jax._src.lax import lax as lax_internal
+
+    by_primitive = {p: name for name, p in callback_primitives().items()}
+    convert_p = lax_internal.convert_element_type_p
+
+    def convert(atom, aval, eqn):
+        var = core.Var(aval)
+        params = dict(new_dtype=aval.dtype, weak_type=aval.weak_type, sharding=None)
+        return var, core.new_jaxpr_eqn([atom], [var], convert_p, params, frozenset(), eqn.source_info, eqn.ctx)
+
+    def narrowed_aval(aval):
+        dtype = narrow_dtype(aval.dtype) if hasattr(aval, "dtype") else None
+        return None if dtype is None else aval.update(dtype=dtype)
+
+    def rewrite_callback(eqn, name):
+        new_eqns, invars = [], []
+        for atom in eqn.invars:
+            target = narrowed_aval(atom.aval)
+            if target is None:
+                invars.append(atom)
+            else:
+                var, conv = convert(atom, target, eqn)
+                new_eqns.append(conv)
+                invars.append(var)
+        params = dict(eqn.params)
+        outvars, after = list(eqn.outvars), []
+        if "result_avals" in params:
+            declared = tuple(params["result_avals"])
+            narrowed = tuple(narrowed_aval(a) or a for a in declared)
+            if narrowed != declared:
+                params["result_avals"] = narrowed
+                params["callback"] = wrap_results(params["callback"], declared, narrowed, callback_name(eqn.params))
+                outvars = []
+                for out, old, new in zip(eqn.outvars, declared, narrowed):
+                    if old == new:
+                        outvars.append(out)
+                        continue
+                    var = core.Var(new.update(weak_type=out.aval.weak_type) if hasattr(out, "aval") else new)
+                    outvars.append(var)
+                    if not isinstance(out, core.DropVar):
+                        after.append(core.new_jaxpr_eqn(
+                            [var], [out], convert_p, dict(new_dtype=out.aval.dtype, weak_type=out.aval.weak_type,
+                                                          sharding=None),
+                            frozenset(), eqn.source_info, eqn.ctx))
+        if not new_eqns and not after and params == eqn.params:
+            return None
+        return [*new_eqns, eqn.replace(invars=invars, outvars=outvars, params=params), *after]
+
+    def rewrite_param(value):
+        if isinstance(value, core.ClosedJaxpr):
+            jaxpr = rewrite_jaxpr(value.jaxpr)
+            return None if jaxpr is None else value.replace(jaxpr=jaxpr)
+        if isinstance(value, core.Jaxpr):
+            return rewrite_jaxpr(value)
+        if isinstance(value, tuple) and any(isinstance(v, (core.Jaxpr, core.ClosedJaxpr)) for v in value):
+            rewritten = [rewrite_param(v) for v in value]
+            if all(r is None for r in rewritten):
+                return None
+            return tuple(v if r is None else r for v, r in zip(value, rewritten))
+        return None
+
+    def rewrite_jaxpr(jaxpr):
+        eqns, changed = [], False
+        for eqn in jaxpr.eqns:
+            name = by_primitive.get(eqn.primitive)
+            if name is not None:
+                replacement = rewrite_callback(eqn, name)
+                if replacement is not None:
+                    eqns.extend(replacement)
+                    changed = True
+                    continue
+            new_params = {}
+            for key, value in eqn.params.items():
+                rewritten = rewrite_param(value)
+                if rewritten is not None:
+                    new_params[key] = rewritten
+            if new_params:
+                eqns.append(eqn.replace(params={**eqn.params, **new_params}))
+                changed = True
+            else:
+                eqns.append(eqn)
+        return jaxpr.replace(eqns=eqns) if changed else None
+
+    rewritten = rewrite_jaxpr(closed_jaxpr.jaxpr)
+    return None if rewritten is None else closed_jaxpr.replace(jaxpr=rewritten)
+
+
+# -- the call primitive --------------------------------------------------------------------
+
+_PYTHON_CALLBACK_TARGETS = ("xla_ffi_python_cpu_callback", "xla_ffi_partitioned_python_cpu_callback",
+                            "xla_ffi_python_gpu_callback", "xla_ffi_partitioned_python_gpu_callback")
+
+
+def define_call_primitive(name: str, abstract_eval, lowering, batching):
+    """A primitive that calls a narrowed program: effectful abstract eval, its lowering
+    rule for every platform, an impl that jit-compiles it, and a batching rule."""
+    import functools
+
+    from jax._src import core, dispatch
+    from jax._src.interpreters import batching as batching_lib
+    from jax._src.interpreters import mlir as mlir_lib
+
+    primitive = core.Primitive(name)
+    primitive.multiple_results = True
+    primitive.def_effectful_abstract_eval(abstract_eval)
+    primitive.def_impl(functools.partial(dispatch.apply_primitive, primitive))
+    mlir_lib.register_lowering(primitive, lowering)
+    batching_lib.primitive_batchers[primitive] = batching
+    dispatch.prim_requires_devices_during_lowering.add(primitive)  # host callbacks need the backend
+    return primitive
+
+
+def moveaxis_to_front(x, axis: int):
+    from jax._src.interpreters import batching as batching_lib
+
+    return batching_lib.moveaxis(x, axis, 0)
+
+
+def emit_inlined_call(ctx, args, *, bytecode: bytes, name: str, kept_var_idx, ordered_effects,
+                      host_callbacks, keepalive, in_avals, in_shardings, out_shardings, num_devices: int):
+    """The lowering rule's body: parse the narrowed module into the caller's MLIR context,
+    merge its functions (renamed, private), give its host callbacks indices in the caller's
+    list, thread the ordered-effect tokens, and call its main."""
+    from jax._src.interpreters import mlir as mlir_lib
+    from jax._src.lib.mlir import ir
+    from jax._src.lib.mlir.dialects import func as func_dialect
+
+    module_context = ctx.module_context
+    caller_devices = _num_devices(module_context.axis_context)
+    if num_devices > 1 and caller_devices != num_devices:
+        raise ValueError(
+            f"x64guard.jit: {name.removeprefix('x64guard_')} was lowered for {num_devices} devices (its shardings or a "
+            f"shard_map) and is called inside a program lowered for {caller_devices}; call it outside that program, "
+            f"or give the outer jax.jit shardings on the same {num_devices} devices")
+    with module_context.context:
+        submodule = ir.Module.parse(bytecode)
+    if host_callbacks:
+        _renumber_host_callbacks(submodule, host_callbacks, module_context)
+    for value in keepalive:
+        module_context.add_keepalive(value)
+    if num_devices > 1:
+        _lift_meshes(submodule)
+    main = ir.SymbolTable(submodule.operation)["main"]
+    callee_type = main.type
+    symbol = mlir_lib.merge_mlir_modules(module_context.module, name, submodule,
+                                         dst_symtab=module_context.symbol_table)
+    kept = [x for i, x in enumerate(args) if i in kept_var_idx]
+    if num_devices > 1:  # in_avals, in_shardings: of the kept inputs
+        kept = [_with_sharding(ctx, x, aval, s) for x, aval, s in zip(kept, in_avals, in_shardings)]
+    operands = [ctx.tokens_in.get(effect) for effect in ordered_effects] + kept
+    call = func_dialect.CallOp(callee_type.results, ir.FlatSymbolRefAttr.get(symbol), operands)
+    results = list(call.results)
+    if ordered_effects:
+        tokens = {effect: results[i] for i, effect in enumerate(ordered_effects)}
+        ctx.set_tokens_out(mlir_lib.TokenSet(tokens))
+        results = results[len(ordered_effects):]
+    if num_devices > 1:
+        results = [_with_sharding(ctx, x, aval, s) for x, aval, s in zip(results, ctx.avals_out, out_shardings)]
+    return results
+
+
+def _num_devices(axis_context) -> int:
+    from jax._src import sharding_impls
+
+    if isinstance(axis_context, sharding_impls.ShardingContext):
+        return axis_context.num_devices
+    if isinstance(axis_context, sharding_impls.SPMDAxisContext):
+        return axis_context.mesh.size
+    return 1
+
+
+def _renumber_host_callbacks(submodule, host_callbacks, module_context) -> None:
+    """Host callback custom_calls name their Python function by an index into the
+    module's callback list (`mhlo.backend_config = {index = N : ui64}`): register ours
+    with the calling module and rewrite the indices."""
+    from jax._src.lib.mlir import ir
+
+    new_index = {}
+    for i, callback in enumerate(host_callbacks):
+        module_context.add_host_callback(callback)
+        new_index[i] = len(module_context.host_callbacks) - 1
+    ui64 = ir.IntegerType.get_unsigned(64)
+
+    def visit(op):
+        if op.name == "stablehlo.custom_call" and \
+                ir.StringAttr(op.attributes["call_target_name"]).value in _PYTHON_CALLBACK_TARGETS:
+            config = ir.DictAttr(op.attributes["mhlo.backend_config"])
+            entries = {config[i].name: config[i].attr for i in range(len(config))}
+            entries["index"] = ir.IntegerAttr.get(ui64, new_index[ir.IntegerAttr(entries["index"]).value])
+            op.attributes["mhlo.backend_config"] = ir.DictAttr.get(entries)
+        return ir.WalkResult.ADVANCE
+
+    with submodule.context:
+        submodule.operation.walk(visit)
+
+
+def _lift_meshes(submodule) -> None:
+    from jax._src.lib.mlir import passmanager
+
+    with submodule.context:
+        passmanager.PassManager.parse("builtin.module(sdy-lift-inlined-meshes)").run(submodule.operation)
+
+
+def _with_sharding(ctx, x, aval, sharding):
+    from jax._src.export import _export
+
+    if sharding is None:
+        return x
+    from jax._src import config
+
+    return _export.wrap_with_sharding(ctx, x, aval, sharding, use_shardy=config.use_shardy_partitioner.value)
+
+
+def effects_allow_custom_vjp(effects) -> bool:
+    from jax._src import effects as effects_lib
+
+    return not effects_lib.custom_derivatives_allowed_effects.filter_not_in(effects)
+
+
+# -- compiling the narrowed module directly, dispatching from C++ --------------------------
+
+def compile_with_avals(lowered, module, in_avals: Sequence, out_avals: Sequence):
+    """Compile `module` (a rewrite of `lowered`'s own module) the way JAX compiles
+    `lowered`: same devices, shardings, donation, host callbacks and effects, with the
+    types of every flat input (`in_avals`, dead ones included) and of the outputs
+    replaced. No second lowering."""
+    from jax._src.interpreters import pxla
+
+    lowering = lowered._lowering
+    args = dict(lowering.compile_args)
+    kept = sorted(args["kept_var_idx"])
+    args["global_in_avals"] = [in_avals[i] for i in kept]
+    args["global_out_avals"] = list(out_avals)
+    info = args.get("all_args_info")
+    if info is not None:
+        args["all_args_info"] = info._replace(in_avals=list(in_avals))
+    computation = pxla.MeshComputation(
+        lowering._name, module, lowering.const_args, lowering._donated_invars, lowering._platforms,
+        lowering._compiler_options_kvs, lowering._device_list, **args)
+    return computation.compile()
+
+
+def fastpath_data(executable, out_tree, args_flat, outs_flat):
+    """What JAX's C++ dispatch needs to run later calls of this signature without
+    Python (None when it cannot: effects, host callbacks, non-array outputs)."""
+    from jax._src import pjit
+
+    return pjit._get_fastpath_data(executable, out_tree, args_flat, outs_flat, (), [], None, [])
+
+
+def cpp_dispatcher(name: str, key, cache_miss, *, static_argnums: tuple, static_argnames: tuple,
+                   donate_argnums: tuple, donate_argnames: tuple):
+    """A jax.jit-style callable whose C++ dispatch runs cached signatures and calls
+    `cache_miss(*args, **kwargs) -> (outputs, fastpath_data or None)` for new ones.
+    `key` identifies the function in JAX's C++ cache (unique per dispatcher)."""
+    from jax._src import pjit, traceback_util, tree_util
+    from jax._src.interpreters import pxla
+    from jax._src.lib import _jax
+
+    @traceback_util.api_boundary
+    def miss(*args, **kwargs):
+        outs, fastpath = cache_miss(*args, **kwargs)
+        return outs, fastpath, False
+
+    cache_key = pxla.JitGlobalCppCacheKeys(
+        donate_argnums=donate_argnums, donate_argnames=donate_argnames, device=None, backend=None,
+        in_shardings_treedef=None, in_shardings_leaves=None, out_shardings_treedef=None,
+        out_shardings_leaves=None, in_layouts_treedef=None, in_layouts_leaves=None,
+        out_layouts_treedef=None, out_layouts_leaves=None, compiler_options_kvs=None)
+    return _jax.pjit(name, key, miss, static_argnums, static_argnames, cache_key, tree_util.dispatch_registry,
+                     pxla.cc_shard_arg, pjit._get_cpp_global_cache(cache_key.contains_explicit_attributes))

@@ -1,10 +1,23 @@
 """x64guard.jit: trace with 64-bit types for one function, run it narrowed.
 
 `x64guard.jit(f)` traces `f` with jax_enable_x64 on for that trace only (thread-local,
-restored on exit), exports it with `jax.export`, narrows the exported StableHLO with the
-core pass, and calls the narrowed program through `Exported.call`, so that it composes
-like any JAX function: inside an outer `jax.jit`, under `jax.vmap` (a batching rule that
-narrows the vmapped function), and under `jax.grad` (a VJP that narrows the x64 VJP).
+restored on exit), lowers it once, narrows the lowering with the core pass and compiles
+the narrowed module with the x64 lowering's own compile arguments (devices, shardings,
+donation, host callbacks, effects): no jax.export round trip, no second lowering. A C++
+dispatcher like jax.jit's runs later calls of a signature without Python.
+
+It composes like any JAX function: inside an outer `jax.jit` (an `x64guard_call`
+primitive whose lowering rule inlines the narrowed module), under `jax.vmap` (a batching
+rule that narrows the vmapped function) and under `jax.grad` (a custom VJP that narrows
+the x64 VJP).
+
+Host callbacks (jax.debug.print/callback, pure_callback, io_callback, equinox's error_if)
+run at 32 bits: the traced program is rewritten so that each callback receives what x32
+JAX would give it and its declared 64-bit results come back narrowed (integers
+range-checked), so the narrowed module's callbacks carry only 32-bit types.
+
+Inputs: float32/complex64 data is traced at its own width (as x32 JAX traces it),
+integers and 64-bit data at 64 bits (docs/jit.md, "Input widths", gives the data).
 
 Only adapts: all narrowing is `x64guard.narrow`.
 """
@@ -15,12 +28,13 @@ import dataclasses
 import functools
 import inspect
 import os
+import sys
 import threading
+import types
 from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
-from jax import export as jax_export
 from jax import lax
 
 from x64guard import _compat
@@ -40,30 +54,28 @@ assert {str(k) for k in NARROW_DTYPE} <= {str(v) for v in NUMPY_DTYPE.values()}
 
 _WIDE_INTEGERS = frozenset({np.dtype(np.int64), np.dtype(np.uint64)})
 _ALLOW = Mode.ALLOW
-_ARRAY_TYPE = type(jax.numpy.zeros(()))  # jax.Array's concrete class
-# Types that are pytree leaves for sure: a call made only of these needs no flattening.
-_LEAF_TYPES = frozenset({_ARRAY_TYPE, np.ndarray, int, float, bool, complex})
+_JaxRuntimeError = jax.errors.JaxRuntimeError
+_ARRAY_TYPE = _compat.array_impl_type()  # jax.Array's concrete class (no array made at import)
 
-
-class _NeedsPythonPath(Exception):
-    """Raised inside the dispatch jit for a program lowered for several devices."""
-
-
-_compat.exclude_from_user_frames(os.path.dirname(os.path.abspath(__file__)) + os.sep)
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_compat.exclude_from_user_frames(_PACKAGE_DIR)
 
 
 def jit(fun: Callable | None = None, *, mode: "Mode | str | None" = None, overflow: str = "error",
-        **jit_kwargs: Any) -> "NarrowedFunction | Callable[[Callable], NarrowedFunction]":
+        **jit_kwargs: Any) -> Callable:
     """`jax.jit`, narrowed: usable as `x64guard.jit(f)`, `@x64guard.jit` and
     `@x64guard.jit(mode="error")`. Accepts what `jax.jit` accepts.
 
     mode: allow (run full width, 64-bit results), warn (narrow), error (refuse any 64-bit
     use at trace time). None: the mode in force when called (`x64guard.mode`,
     `x64guard.set_mode`, $X64GUARD_MODE, else warn).
+
+    Returns a function (wrapping `fun`) with `.lower(*args, **kwargs)`; its
+    `.narrowed_function` is the `NarrowedFunction` behind it.
     """
     if fun is None:
         return functools.partial(jit, mode=mode, overflow=overflow, **jit_kwargs)
-    return NarrowedFunction(fun, mode=mode, overflow=overflow, jit_kwargs=jit_kwargs)
+    return NarrowedFunction(fun, mode=mode, overflow=overflow, jit_kwargs=jit_kwargs).function
 
 
 # ----------------------------------------------------------------------------- statics
@@ -117,27 +129,82 @@ def _is_python_scalar(x) -> bool:
     return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
 
 
-# Inputs are traced at 64 bits whatever width they arrive in (jax.jit may already have
-# canonicalized float64 numpy inputs to float32): the function is traced as the x64
-# program it is. Two reasons: lax-level code mixes inputs with Python floats that x64
-# makes float64 (lax.clamp(-1.0, x_f32, 1.0) fails to trace), and JAX with x64 on
-# silently wraps a weakly typed Python int an int32 cannot hold (int32 + 2**40 gives
-# + 0) where JAX with x64 off raises; at 64 bits the constant is visible and refused.
-# uint32 stays: it is what PRNG keys and bit manipulation use in x64 programs too.
+# The width an input is traced at. Integer inputs are traced at 64 bits whatever width
+# they arrive in: JAX with x64 on silently wraps a weakly typed Python int that an int32
+# cannot hold (int32 + 2**40 gives + 0) where JAX with x64 off raises; traced at 64 bits
+# the constant is visible in the module and refused. uint32 stays: it is what PRNG keys
+# and bit manipulation use in x64 programs too. Floating inputs: see _OWN_WIDTH.
 _WIDEN_FOR_TRACE = {narrow: wide for wide, narrow in NARROW_DTYPE.items() if narrow != np.dtype(np.uint32)}
+# float32 and complex64 inputs are traced at their own width, as x32 JAX traces them:
+# dtype-dependent library code (normal(key, shape, dtype=x.dtype), finfo(x.dtype)) then
+# takes its 32-bit path. Measured on the corpus and the fuzz grammar (docs/jit.md, "Input
+# widths"): never a different result, 5 fewer refusals; int32 at own width ran 3 programs
+# that x32 JAX refuses (silently wrapped constants).
+_OWN_WIDTH: frozenset = frozenset({np.dtype(np.float32), np.dtype(np.complex64)})
 
 
-def _spec64(x) -> jax.ShapeDtypeStruct:
-    """How the 64-bit trace sees an input: its shape, its dtype widened to 64 bits,
-    weakly typed for Python scalars, with the sharding a JAX array carries."""
+def _trace_dtype(dtype, weak: bool):
+    """The dtype an input of `dtype` is traced at."""
+    if _compat.is_extended_dtype(dtype):
+        return dtype  # typed PRNG keys pass through unchanged
+    dtype = np.dtype(dtype)
+    if dtype in _OWN_WIDTH and not weak:
+        return dtype
+    return _WIDEN_FOR_TRACE.get(dtype, dtype)
+
+
+def _trace_spec(x, dtype=None) -> jax.ShapeDtypeStruct:
+    """How the 64-bit trace sees an input: its shape, the dtype it is traced at (`dtype`
+    when given), weakly typed for Python scalars, with the sharding a JAX array carries."""
     if isinstance(x, (jax.Array, jax.core.Tracer)):
         aval = jax.typeof(x)
-        sharding = None if isinstance(x, jax.core.Tracer) else x.sharding
-        shape, dtype, weak = aval.shape, np.dtype(aval.dtype), aval.weak_type
+        # A sharding in the spec is an explicit one for the lowering (annotations that
+        # slow XLA's compile down by ~15%): only for arrays spread over several devices.
+        sharding = None if isinstance(x, jax.core.Tracer) or len(x.sharding.device_set) == 1 else x.sharding
+        shape, own, weak = aval.shape, aval.dtype, aval.weak_type
     else:
         array = np.asarray(x)
-        shape, dtype, weak, sharding = array.shape, array.dtype, _is_python_scalar(x), None
-    return jax.ShapeDtypeStruct(shape, _WIDEN_FOR_TRACE.get(dtype, dtype), weak_type=weak, sharding=sharding)
+        shape, own, weak, sharding = array.shape, array.dtype, _is_python_scalar(x), None
+    return jax.ShapeDtypeStruct(shape, _trace_dtype(own, weak) if dtype is None else dtype,
+                                weak_type=weak, sharding=sharding)
+
+
+_WIDEST = {narrow: wide for wide, narrow in NARROW_DTYPE.items()}
+# 64-bit numpy data traced at another width than its 32-bit counterpart (int64 and int32
+# are both traced at 64 bits).
+_WIDE_NUMPY = frozenset({np.dtype(np.float64), np.dtype(np.complex128), np.dtype(np.uint64)})
+
+
+def _wide_numpy_leaves(leaves: Sequence) -> tuple[int, ...]:
+    """Indices of float64/complex128/uint64 numpy inputs: JAX's C++ dispatch keys them as
+    their 32-bit counterparts when x64 is off, but they are traced at 64 bits."""
+    wide = []
+    for i, leaf in enumerate(leaves):
+        kind = type(leaf)
+        if (kind is np.ndarray or isinstance(leaf, np.generic)) and leaf.dtype in _WIDE_NUMPY:
+            wide.append(i)
+    return tuple(wide)
+
+
+def _dispatch_dtype(x):
+    """The dtype JAX's dispatch gives an input in the calling thread (numpy float64 is
+    float32 with x64 off)."""
+    return jax.typeof(x).dtype
+
+
+def _widened_spec(spec: jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:
+    """`spec` at 64 bits (uint32 too): the fallback trace of code written for 64-bit inputs."""
+    if _compat.is_extended_dtype(spec.dtype) or np.dtype(spec.dtype) not in _WIDEST:
+        return spec
+    return jax.ShapeDtypeStruct(spec.shape, _WIDEST[np.dtype(spec.dtype)], weak_type=spec.weak_type,
+                                sharding=spec.sharding)
+
+
+def _narrow_dtype(dtype):
+    """The 32-bit dtype for a 64-bit one, else None (typed keys included)."""
+    if _compat.is_extended_dtype(dtype):
+        return None
+    return NARROW_DTYPE.get(np.dtype(dtype))
 
 
 def _signature(x) -> tuple:
@@ -146,7 +213,7 @@ def _signature(x) -> tuple:
         aval = jax.typeof(x)
         return (aval.shape, aval.dtype, aval.weak_type)
     if isinstance(x, jax.Array):
-        return (x.shape, x.dtype, x.weak_type, x.sharding)
+        return (x.shape, x.dtype, getattr(x, "weak_type", False), x.sharding)  # typed keys: no weak_type
     if isinstance(x, np.ndarray):
         return (x.shape, x.dtype)
     if _is_python_scalar(x):
@@ -154,7 +221,7 @@ def _signature(x) -> tuple:
     return (np.shape(x), np.result_type(x))
 
 
-def _to_narrow(x, dtype: np.dtype, path: str):
+def _to_narrow(x, dtype, path: str):
     """Cast one input to its narrowed dtype; concrete integers are range-checked."""
     if isinstance(x, jax.core.Tracer):
         return x if x.dtype == dtype else lax.convert_element_type(x, dtype)
@@ -171,8 +238,8 @@ def _to_narrow(x, dtype: np.dtype, path: str):
     return array
 
 
-def _check_range(x, dtype: np.dtype, path: str) -> None:
-    if dtype.kind not in "iu" or np.size(x) == 0:
+def _check_range(x, dtype, path: str) -> None:
+    if _compat.is_extended_dtype(dtype) or np.dtype(dtype).kind not in "iu" or np.size(x) == 0:
         return
     info = np.iinfo(dtype)
     with _compat.x64_enabled():
@@ -181,7 +248,7 @@ def _check_range(x, dtype: np.dtype, path: str) -> None:
     if lo < info.min or hi > info.max:
         bad = lo if lo < info.min else hi
         finding = Finding("input-out-of-range", "error", "argument", path,
-                          f"value {bad} does not fit in {dtype}; x64guard never wraps inputs. Pass values in "
+                          f"value {bad} does not fit in {np.dtype(dtype)}; x64guard never wraps inputs. Pass values in "
                           f"[{info.min}, {info.max}], or keep this function in 64 bits (mode='allow')")
         raise X64GuardError(f"x64guard.jit: argument {path}: {finding.message}", [finding])
 
@@ -192,278 +259,256 @@ def _keystr(path) -> str:
     return ("args" if getattr(head, "idx", 0) == 0 else "kwargs") + jax.tree_util.keystr(rest)
 
 
-# ----------------------------------------------------------------------------- one signature
+# ----------------------------------------------------------------------------- callbacks
 
-@dataclasses.dataclass
-class _Specialization:
-    """Everything for one input signature: the narrowed program and how to call it."""
+class _NarrowedCallbackResults:
+    """A host callback's declared 64-bit results, narrowed on the host: floats rounded as
+    x32 JAX rounds a float64 value a callback returns, integers range-checked (never
+    wrapped). The callback itself is called with the 32-bit values x32 JAX would give it."""
 
+    def __init__(self, callback: Callable, declared: tuple, narrowed: tuple, name: str):
+        self.callback = callback
+        self.declared = declared
+        self.narrowed = narrowed
+        self.name = name
+
+    def __call__(self, *args):
+        outs = list(self.callback(*args))
+        if len(outs) != len(self.narrowed):
+            return outs  # JAX's own check reports the count
+        return [self._narrow(i, out, old, new) for i, (out, old, new)
+                in enumerate(zip(outs, self.declared, self.narrowed))]
+
+    def _narrow(self, i: int, value, declared, narrowed):
+        if declared.dtype == narrowed.dtype:
+            return value
+        array = np.asarray(value)
+        target = np.dtype(narrowed.dtype)
+        if target.kind in "iu" and array.size and array.dtype.kind in "iub":
+            info = np.iinfo(target)
+            lo, hi = int(array.min()), int(array.max())
+            if lo < info.min or hi > info.max:
+                bad = lo if lo < info.min else hi
+                raise _callback_failed(X64GuardError(
+                    f"x64guard.jit: the callback {self.name} returned {bad} in its result #{i}, declared "
+                    f"{np.dtype(declared.dtype)}, which does not fit in {target} (the type it has in the narrowed "
+                    f"program); x64guard never wraps. Return values in [{info.min}, {info.max}], or keep this "
+                    "function in 64 bits (mode='allow')",
+                    [Finding("callback-result-out-of-range", "error", "callback", self.name,
+                             f"result #{i} value {bad} does not fit in {target}")]))
+        return array.astype(target)
+
+    def __eq__(self, other) -> bool:
+        return (type(other) is _NarrowedCallbackResults and self.callback == other.callback
+                and self.declared == other.declared)
+
+    def __hash__(self) -> int:
+        return hash((self.callback, self.declared))
+
+
+# X64GuardErrors raised inside host callbacks reach the caller as JAX runtime errors
+# carrying their text; a call that sees one raises the X64GuardError itself.
+_callback_errors: dict[str, X64GuardError] = {}
+_callback_errors_lock = threading.Lock()
+
+
+def _callback_failed(error: X64GuardError) -> X64GuardError:
+    with _callback_errors_lock:
+        if len(_callback_errors) > 64:
+            _callback_errors.clear()
+        _callback_errors[str(error)] = error
+    return error
+
+
+def _raise_callback_error(runtime_error: Exception) -> None:
+    """Raise the X64GuardError a callback raised, if `runtime_error` carries one."""
+    text = str(runtime_error)
+    if "X64GuardError" not in text:
+        return
+    with _callback_errors_lock:
+        message = next((m for m in _callback_errors if m in text), None)
+        error = _callback_errors.pop(message, None)
+    if error is not None:
+        raise X64GuardError(str(error), error.findings) from runtime_error
+
+
+def _callbacks_at_32_bits(closed_jaxpr):
+    """The traced program with its host callbacks run at 32 bits (or None: none)."""
+    return _compat.narrow_callback_equations(closed_jaxpr, _narrow_dtype, _NarrowedCallbackResults)
+
+
+# ----------------------------------------------------------------------------- warnings
+
+# A one-line function `lambda call, args, kwargs: call(*args, **kwargs)`; its code is
+# re-labelled with the user's file and line, so that x64guard.narrow's warnings (issued
+# at its caller, stacklevel=3) point at the user's calling line, with the user module's
+# warning registry and filters, in any thread.
+_CALL_AT = (lambda call, args, kwargs: call(*args, **kwargs)).__code__
+
+
+def _user_frame():
+    """The innermost frame outside x64guard and JAX: the line that called x64guard.jit's
+    function (or the library code that did)."""
+    excluded = (_PACKAGE_DIR, *_compat.excluded_source_dirs())
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(excluded) and not filename.startswith("<frozen"):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _narrow_at_user_line(module, **kwargs) -> NarrowResult:
+    frame = _user_frame()
+    if frame is None:
+        return narrow(module, **kwargs)
+    code = _CALL_AT.replace(co_filename=frame.f_code.co_filename, co_firstlineno=frame.f_lineno,
+                            co_name=frame.f_code.co_name)
+    return types.FunctionType(code, frame.f_globals)(narrow, (module,), kwargs)
+
+
+# ----------------------------------------------------------------------------- one program
+
+@dataclasses.dataclass(eq=False)  # a primitive parameter: compared by identity
+class _Program:
+    """The narrowed program for one input signature, and how to call it."""
+
+    name: str
     narrowed: NarrowResult
-    exported: jax_export.Exported
+    owner: "NarrowedFunction"
+    flat_fun: Callable                 # flat inputs -> flat outputs, the function traced
     in_tree: Any
-    in_dtypes: tuple[np.dtype, ...]
+    out_tree: Any
+    trace_dtypes: tuple                # each flat input's dtype in the x64 trace
+    trace_out_dtypes: tuple
+    in_dtypes: tuple                   # each flat input's dtype in the narrowed program
     paths: tuple[str, ...]
-    call_flat: Callable  # flat narrowed inputs -> flat outputs; differentiable, batchable
-
-    def call(self, flat_inputs: list) -> Any:
-        narrowed = [_to_narrow(x, d, p) for x, d, p in zip(flat_inputs, self.in_dtypes, self.paths)]
-        return self.exported.out_tree.unflatten(self.call_flat(*narrowed))
-
-
-def _narrow_avals(avals) -> tuple:
-    return tuple(a.update(dtype=NARROW_DTYPE.get(np.dtype(a.dtype), a.dtype)) for a in avals)
-
-
-def _narrow_exported(exported: jax_export.Exported, module, mode: Mode, overflow: str
-                     ) -> tuple[jax_export.Exported, NarrowResult]:
-    """The exported function with `module` (the same function's jit lowering) narrowed
-    in place of its serialized module.
-
-    Why not narrow `exported`'s own module: jax.export serializes for forward
-    compatibility, which expands CHLO ops (erf, lgamma, erf_inv, complex functions, ...)
-    into float64-specific decompositions; narrowed, those compute the float64 algorithm
-    in float32, not what JAX computes with x64 off. The jit lowering keeps CHLO ops;
-    narrowed first and serialized after, they expand for float32, as in x32 JAX.
-    """
-    _check_same_calling_convention(exported, module)
-    result = narrow(module, mode=mode, overflow=overflow)
-    narrowed = dataclasses.replace(
-        exported,
-        in_avals=_narrow_avals(exported.in_avals),
-        out_avals=_narrow_avals(exported.out_avals),
-        mlir_module_serialized=result.portable_artifact(_compat.portable_artifact_target()),
-        _get_vjp=None)  # differentiation goes through NarrowedFunction's own VJP
-    return narrowed, result
-
-
-class NarrowedFunction:
-    """What `x64guard.jit` returns. Cached per input signature, static arguments and mode:
-    a second call with the same signature neither retraces nor recompiles."""
-
-    def __init__(self, fun: Callable, *, mode, overflow: str, jit_kwargs: dict):
-        self._fun = fun
-        self._mode = None if mode is None else resolve_mode(mode)
-        self._overflow = resolve_overflow(overflow).value
-        self._jit_kwargs = jit_kwargs
-        self._statics = _StaticArgs(fun, jit_kwargs.get("static_argnums"), jit_kwargs.get("static_argnames"))
-        self._jit64 = jax.jit(fun, **jit_kwargs)
-        self._cache: dict[tuple, _Specialization] = {}
-        self._lock = threading.Lock()
-        self._batched: dict[tuple, NarrowedFunction] = {}
-        # Narrowed calls go through one jax.jit of `_traced_call`: JAX's C++ dispatch does
-        # the cache lookup, so a steady-state call costs about what a jax.jit call costs.
-        # Programs lowered for several devices (shardings, shard_map) take the Python path,
-        # which places the call on their devices.
-        self._dispatch: Callable | None = None
-        if not any(k in jit_kwargs for k in ("in_shardings", "out_shardings")):
-            self._dispatch = jax.jit(self._traced_call, static_argnums=jit_kwargs.get("static_argnums"),
-                                     static_argnames=jit_kwargs.get("static_argnames"),
-                                     donate_argnums=jit_kwargs.get("donate_argnums"),
-                                     donate_argnames=jit_kwargs.get("donate_argnames"))
-        functools.update_wrapper(self, fun)
+    out_avals: tuple                   # narrowed
+    effects: frozenset
+    ordered_effects: tuple
+    kept_var_idx: frozenset
+    kept_in_avals: tuple               # narrowed
+    in_shardings: tuple
+    out_shardings: tuple
+    num_devices: int
+    host_callbacks: tuple
+    keepalive: tuple
+    in_avals: tuple                    # every flat input's, narrowed (dead inputs included)
+    lowered: Any                       # JAX's Lowered of the x64 program: compiled with the narrowed module
+    _bytecode: bytes | None = None
+    _executables: dict = dataclasses.field(default_factory=dict)
+    _lock: Any = dataclasses.field(default_factory=threading.Lock)
 
     def __repr__(self) -> str:
-        return f"x64guard.jit({getattr(self._fun, '__name__', self._fun)!r})"
+        return f"<x64guard program {self.name}>"
 
-    def __call__(self, *args, **kwargs):
-        mode = self._mode or current_mode()
-        if mode is _ALLOW:
-            with _compat.x64_enabled():
-                return self._jit64(*args, **kwargs)
-        dispatch = self._dispatch
-        if dispatch is not None and not kwargs:
-            # The steady state: positional arrays (JAX or numpy) with no 64-bit integers
-            # to range-check.
-            for leaf in args:
-                kind = type(leaf)
-                if (kind is not _ARRAY_TYPE and kind is not np.ndarray) or leaf.dtype in _WIDE_INTEGERS:
-                    break
-            else:
-                try:
-                    return dispatch(*args)
-                except _NeedsPythonPath:
-                    self._dispatch = dispatch = None
-        if dispatch is not None and self._check_integer_inputs(args, kwargs):
-            try:
-                return dispatch(*args, **kwargs)
-            except _NeedsPythonPath:
-                self._dispatch = None
-        specialization, flat = self._specialize(args, kwargs, mode)
-        return specialization.call(flat)
+    @property
+    def bytecode(self) -> bytes:
+        if self._bytecode is None:
+            self._bytecode = self.narrowed.bytecode()
+        return self._bytecode
 
-    def _traced_call(self, *args, **kwargs):
-        """The body of the dispatch jit: specialize on the tracers' types and call."""
-        specialization, flat = self._specialize(args, kwargs, self._mode or current_mode())
-        if specialization.exported.nr_devices != 1:
-            raise _NeedsPythonPath()
-        return specialization.call(flat)
+    def narrow_inputs(self, flat_inputs: Sequence) -> list:
+        return [_to_narrow(x, d, p) for x, d, p in zip(flat_inputs, self.in_dtypes, self.paths)]
 
-    def _check_integer_inputs(self, args: tuple, kwargs: dict) -> bool:
-        """jax.jit would wrap (or, for Python ints, refuse with an OverflowError) 64-bit
-        integers that do not fit: check concrete ones first, naming their path.
-        Returns whether the dispatch jit may take these inputs: uint64 numpy data would
-        reach its trace as uint32, which is not widened back (see _WIDEN_FOR_TRACE)."""
-        dyn_args, dyn_kwargs, _ = self._statics.split(args, kwargs)
-        dispatchable = True
-        leaves = dyn_args if not dyn_kwargs else (*dyn_args, *dyn_kwargs.values())
-        if not all(type(leaf) in _LEAF_TYPES for leaf in leaves):  # containers: flatten
-            leaves = jax.tree_util.tree_leaves((dyn_args, dyn_kwargs))
-        for leaf in leaves:
-            kind = type(leaf)
-            if kind is int:
-                if not -2**31 <= leaf < 2**31:
-                    break
-            elif getattr(leaf, "dtype", None) in _WIDE_INTEGERS and not isinstance(leaf, jax.core.Tracer):
-                break
-        else:
-            return dispatchable
-        # Something to check: the slow path names the argument.
-        with_paths, _ = jax.tree_util.tree_flatten_with_path((dyn_args, dyn_kwargs))
-        for path, leaf in with_paths:
-            if isinstance(leaf, jax.core.Tracer):
-                continue
-            dtype = np.dtype(np.int64) if type(leaf) is int else np.dtype(getattr(leaf, "dtype", np.float64))
-            if dtype in _WIDE_INTEGERS or type(leaf) is int:
-                _check_range(leaf if type(leaf) is not int else np.asarray(leaf), NARROW_DTYPE[dtype], _keystr(path))
-            if dtype == np.dtype(np.uint64) and not isinstance(leaf, jax.Array):
-                dispatchable = False
-        return dispatchable
+    def bind(self, flat_narrowed: Sequence) -> list:
+        return _call_p.bind(*flat_narrowed, program=self)
 
-    def lower(self, *args, **kwargs) -> "Lowered":
-        """The narrowed program for these arguments: `.as_text()`, `.findings`, `.compile()`."""
-        mode = resolve_mode(self._mode)
-        if mode is Mode.ALLOW:
-            raise ValueError("x64guard.jit(...).lower: mode 'allow' does not narrow; use jax.jit(f).lower "
-                             "with jax_enable_x64 for the full-width program")
-        specialization, flat = self._specialize(args, kwargs, mode)
-        return Lowered(specialization, flat, self._statics)
+    def call_traced(self, flat_inputs: Sequence) -> Any:
+        """Inside a trace (the dispatch jit, an outer jit, vmap, grad): bind, through the
+        custom VJP when the program's effects allow one."""
+        flat = self.narrow_inputs(flat_inputs)
+        return self.out_tree.unflatten(self.differentiable(*flat))
 
-    # -- specialization ------------------------------------------------------------
-
-    def _specialize(self, args: tuple, kwargs: dict, mode: Mode) -> tuple[_Specialization, list]:
-        dyn = self._statics.split(args, kwargs)
-        leaves, in_tree = jax.tree_util.tree_flatten(dyn[:2])
-        try:
-            key = (mode, in_tree, tuple(map(_signature, leaves)), dyn[2])
-            specialization = self._cache.get(key)
-        except TypeError as exc:
-            raise TypeError(f"x64guard.jit: static arguments must be hashable, as for jax.jit: {exc}") from None
-        if specialization is None:
+    def executable(self, wide_inputs: tuple = ()):
+        """The narrowed module compiled as JAX compiles the x64 lowering it came from
+        (devices, shardings, donation, callbacks, effects): lowered once, compiled once.
+        wide_inputs: (index, 64-bit dtype) of inputs that arrive at 64 bits (arrays of a
+        caller with x64 on): a variant that converts them first, on the device."""
+        executable = self._executables.get(wide_inputs)
+        if executable is None:
             with self._lock:
-                specialization = self._cache.get(key)
-                if specialization is None:
-                    with_paths, _ = jax.tree_util.tree_flatten_with_path(dyn[:2])
-                    paths = tuple(_keystr(path) for path, _ in with_paths)
-                    specs = [_spec64(leaf) for leaf in leaves]
-                    specialization = self._build(in_tree, specs, dyn[2], paths, mode)
-                    self._cache[key] = specialization
-        return specialization, leaves
+                executable = self._executables.get(wide_inputs)
+                if executable is None:
+                    module = self.narrowed.module
+                    in_avals = list(self.in_avals)
+                    if wide_inputs:
+                        module = _with_converted_inputs(module, self, wide_inputs)
+                        for i, dtype in wide_inputs:
+                            in_avals[i] = in_avals[i].update(dtype=dtype)
+                    executable = _compat.compile_with_avals(self.lowered, module, in_avals, self.out_avals)
+                    self._executables[wide_inputs] = executable
+        return executable
 
-    def _build(self, in_tree, specs, static, paths, mode: Mode) -> _Specialization:
-        spec_args, spec_kwargs = in_tree.unflatten(specs)
-        args, kwargs = self._statics.merge(spec_args, spec_kwargs, static)
-        with _compat.x64_enabled():
-            exported = jax_export.export(self._jit64)(*args, **kwargs)
-            module = self._jit64.lower(*args, **kwargs).compiler_ir("stablehlo")  # JAX's own: narrow clones it
-        narrowed_exported, result = _narrow_exported(exported, module, mode, self._overflow)
-        in_dtypes = tuple(np.dtype(a.dtype) for a in narrowed_exported.in_avals)
-        flat_fun = self._flat_fun(in_tree, static)
-        call_flat = _differentiable_batchable_call(self, narrowed_exported, flat_fun, mode)
-        return _Specialization(result, narrowed_exported, in_tree, in_dtypes, paths,
-                               _jit_on_exported_devices(call_flat, narrowed_exported, specs))
+    def run(self, flat_inputs: Sequence) -> tuple[Any, Any]:
+        """Outside any trace: (outputs, what JAX's C++ dispatch needs to run later calls
+        of this signature itself, or None)."""
+        # What JAX's dispatch hands the program in the calling thread (numpy float64 data
+        # is float32 with x64 off) is, input by input, the narrowed dtype or its 64-bit
+        # counterpart.
+        wide = tuple((i, d) for i, (x, n) in enumerate(zip(flat_inputs, self.in_dtypes))
+                     if (d := _dispatch_dtype(x)) != n)
+        executable = self.executable(wide)
+        outs = executable.call(*flat_inputs)
+        fastpath = _compat.fastpath_data(executable, self.out_tree, flat_inputs, outs) \
+            if self.num_devices == 1 else None
+        return self.out_tree.unflatten(outs), fastpath
 
-    def _flat_fun(self, in_tree, static) -> Callable:
-        def flat_fun(*flat):
-            dyn_args, dyn_kwargs = in_tree.unflatten(flat)
-            args, kwargs = self._statics.merge(dyn_args, dyn_kwargs, static)
-            return jax.tree_util.tree_leaves(self._fun(*args, **kwargs))
-        return flat_fun
-
-    def _derived(self, key: tuple, make: Callable[[], Callable]) -> "NarrowedFunction":
-        """A NarrowedFunction of a transformed flat function (its vmap or its VJP),
-        with this one's mode and overflow, made once per key."""
-        with self._lock:
-            derived = self._batched.get(key)
-            if derived is None:
-                derived = self._batched[key] = NarrowedFunction(
-                    make(), mode=self._mode, overflow=self._overflow, jit_kwargs={})
-        return derived
+    @functools.cached_property
+    def differentiable(self) -> Callable:
+        return _differentiable(self)
 
 
-def _jit_on_exported_devices(call_flat: Callable, exported: jax_export.Exported, specs) -> Callable:
-    """jax.jit of the call, on as many devices as the program was lowered for.
-
-    A program lowered for several devices (in/out shardings, shard_map) must be called
-    from a computation on that many devices: its shardings are placed on the mesh of the
-    inputs when they carry one, else on the first devices, in JAX's order.
-    """
-    n = exported.nr_devices
-    if n <= 1:
-        return jax.jit(call_flat)
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec
-
-    mesh = next((s.sharding.mesh for s in specs if isinstance(getattr(s, "sharding", None), NamedSharding)
-                 and s.sharding.mesh.size == n), None)
-    if mesh is None:
-        abstract = _compat.exported_abstract_mesh(exported)
-        devices = np.array(jax.devices()[:n])
-        if abstract is not None:
-            mesh = Mesh(devices.reshape(abstract.axis_sizes), abstract.axis_names, axis_types=abstract.axis_types)
-        else:
-            mesh = Mesh(devices, ("x64guard_devices",))
-    replicated = NamedSharding(mesh, PartitionSpec())
-    in_shardings = tuple(s or replicated for s in exported.in_shardings_jax(mesh))
-    out_shardings = tuple(s or replicated for s in exported.out_shardings_jax(mesh))
-    return jax.jit(call_flat, in_shardings=in_shardings, out_shardings=out_shardings)
+def _abstract_eval(*avals, program: _Program):
+    return program.out_avals, program.effects
 
 
-def _check_same_calling_convention(exported: jax_export.Exported, module) -> None:
-    main = next(op for op in module.body.operations
-                if op.operation.name == "func.func" and op.operation.attributes["sym_name"].value == "main")
-    n_args = len(main.regions[0].blocks[0].arguments)
-    if exported.ordered_effects or exported.uses_global_constants or n_args != len(exported.module_kept_var_idx):
-        raise X64GuardError(
-            "x64guard.jit supports functions without ordered effects (io_callback, debug prints with "
-            "ordered=True) and without shape polymorphism; narrow this function's lowering with "
-            "x64guard.narrow instead, or keep it in 64 bits (mode='allow')")
+def _lowering(ctx, *args, program: _Program):
+    return _compat.emit_inlined_call(
+        ctx, args, bytecode=program.bytecode, name=f"x64guard_{program.name}",
+        kept_var_idx=program.kept_var_idx, ordered_effects=program.ordered_effects,
+        host_callbacks=program.host_callbacks, keepalive=program.keepalive, in_avals=program.kept_in_avals,
+        in_shardings=program.in_shardings, out_shardings=program.out_shardings, num_devices=program.num_devices)
 
 
-def _differentiable_batchable_call(owner: NarrowedFunction, exported, flat_fun: Callable, mode: Mode):
-    """exported.call on flat arguments, wrapped so that JAX can transform it:
+def _batching(args, dims, *, program: _Program):
+    """vmap: the narrowed program of the vmapped function (the primitive has no batched form)."""
+    args = [x if d is None else _compat.moveaxis_to_front(x, d) for x, d in zip(args, dims)]
+    in_axes = tuple(None if d is None else 0 for d in dims)
+    flat_fun = program.flat_fun
 
-    - vmap: a batching rule that narrows `vmap(flat_fun)` (Exported.call has none);
-    - grad: a custom VJP whose backward pass narrows the x64 VJP of `flat_fun`.
-    The VJP sits outside the batching rule: the other way round, JAX cannot linearize.
-    """
-    from jax.custom_batching import custom_vmap
+    def make():
+        return lambda *xs: jax.vmap(lambda *ys: tuple(flat_fun(*ys)), in_axes=in_axes)(*xs)
 
-    n_in = len(exported.in_avals)
-    out_avals = exported.out_avals
+    batched = program.owner._derived(("vmap", flat_fun, in_axes), make, program.trace_dtypes)
+    outs = batched(*args)
+    return list(outs), [0] * len(outs)
 
-    @custom_vmap
-    def primal(*flat):
-        return _call_exported_flat(exported, flat)
 
-    @primal.def_vmap
-    def primal_batched(axis_size, in_batched, *flat):
-        in_axes = tuple(0 if b else None for b in in_batched)
-        batched = owner._derived(("vmap", flat_fun, in_axes),
-                                 lambda: lambda *xs: jax.vmap(lambda *ys: tuple(flat_fun(*ys)), in_axes=in_axes)(*xs))
-        outs = batched(*flat)
-        return tuple(outs), (True,) * len(outs)
+_call_p = _compat.define_call_primitive("x64guard_call", _abstract_eval, _lowering, _batching)
+
+
+def _differentiable(program: _Program) -> Callable:
+    """`program.bind` on flat narrowed inputs, with a custom VJP whose backward pass
+    narrows the x64 VJP of the traced function (when the program's effects allow a
+    custom VJP: io_callback's do not, and JAX cannot differentiate those anyway)."""
+    if not _compat.effects_allow_custom_vjp(program.effects):
+        return lambda *flat: program.bind(flat)
+    n_in = len(program.in_dtypes)
+    flat_fun = program.flat_fun
+    out_inexact = tuple(i for i, d in enumerate(program.trace_out_dtypes) if _is_inexact(d))
 
     @jax.custom_vjp
     def call(*flat):
-        return primal(*flat)
+        return program.bind(flat)
 
     def call_fwd(*flat):
-        # `call`, not `primal`: higher-order differentiation differentiates fwd itself
-        # (jax.export's Exported.call does the same).
+        # `call`, not `bind`: higher-order differentiation differentiates fwd itself.
         return call(*flat), flat
 
     def call_bwd(primals, cotangents):
-        differentiable = tuple(i for i, x in enumerate(primals) if jax.numpy.issubdtype(x.dtype, jax.numpy.inexact))
-        with_ct = tuple(i for i, a in enumerate(out_avals) if jax.numpy.issubdtype(a.dtype, jax.numpy.inexact))
+        differentiable = tuple(i for i, d in enumerate(program.trace_dtypes) if _is_inexact(d))
 
         def make_vjp():
             def vjp(*xs):
@@ -474,14 +519,15 @@ def _differentiable_batchable_call(owner: NarrowedFunction, exported, flat_fun: 
                     for i, v in zip(differentiable, diff_inputs):
                         full[i] = v
                     outs = flat_fun(*full)
-                    return tuple(outs[i] for i in with_ct)
+                    return tuple(outs[i] for i in out_inexact)
 
                 _, pullback = jax.vjp(partial_fun, *(inputs[i] for i in differentiable))
                 return pullback(tuple(cts))
             return vjp
 
-        vjp_fn = owner._derived(("vjp", flat_fun, differentiable, with_ct), make_vjp)
-        grads = vjp_fn(*primals, *(cotangents[i] for i in with_ct))
+        trace_dtypes = program.trace_dtypes + tuple(program.trace_out_dtypes[i] for i in out_inexact)
+        vjp_fn = program.owner._derived(("vjp", flat_fun, differentiable, out_inexact), make_vjp, trace_dtypes)
+        grads = vjp_fn(*primals, *(cotangents[i] for i in out_inexact))
         out = [np.zeros(np.shape(x), jax.dtypes.float0) for x in primals]
         for i, g in zip(differentiable, grads):
             out[i] = g
@@ -491,50 +537,334 @@ def _differentiable_batchable_call(owner: NarrowedFunction, exported, flat_fun: 
     return call
 
 
-def _call_exported_flat(exported, flat) -> tuple:
-    args, kwargs = exported.in_tree.unflatten(flat)
-    return tuple(jax.tree_util.tree_leaves(exported.call(*args, **kwargs)))
+def _is_inexact(dtype) -> bool:
+    return not _compat.is_extended_dtype(dtype) and jax.numpy.issubdtype(dtype, jax.numpy.inexact)
+
+
+# ----------------------------------------------------------------------------- the function
+
+class NarrowedFunction:
+    """What `x64guard.jit` returns. Cached per input signature, static arguments and mode:
+    a second call with the same signature neither retraces nor recompiles."""
+
+    def __init__(self, fun: Callable, *, mode, overflow: str, jit_kwargs: dict,
+                 trace_dtypes: tuple | None = None):
+        self._fun = fun
+        self._mode = None if mode is None else resolve_mode(mode)
+        self._overflow = resolve_overflow(overflow).value
+        self._jit_kwargs = jit_kwargs
+        self._trace_dtypes = trace_dtypes  # derived functions: the dtypes their primal was traced at
+        self._statics = _StaticArgs(fun, jit_kwargs.get("static_argnums"), jit_kwargs.get("static_argnames"))
+        self._jit64 = jax.jit(fun, **jit_kwargs)
+        self._cache: dict[tuple, _Program] = {}
+        self._lock = threading.Lock()
+        self._derived_functions: dict[tuple, NarrowedFunction] = {}
+        # Calls on arrays go through a C++ dispatcher like jax.jit's: a new signature runs
+        # `_cache_miss` (specialize, compile the narrowed module, run), later calls of it
+        # run from C++ without Python. Calls holding 64-bit numpy data go through a second
+        # one whose argument 0 is static: which inputs those are (JAX's C++ cache does not
+        # tell float64 from float32 numpy with x64 off, and they are traced at different
+        # widths); the common case pays no static argument.
+        name = f"x64guard_{getattr(fun, '__name__', 'fun')}"
+        static_argnums = _as_tuple(jit_kwargs.get("static_argnums"))
+        donate_argnums = _as_tuple(jit_kwargs.get("donate_argnums"))
+        static_argnames = _as_tuple(jit_kwargs.get("static_argnames"))
+        donate_argnames = _as_tuple(jit_kwargs.get("donate_argnames"))
+        shift = lambda nums: tuple(i + 1 if i >= 0 else i for i in nums)  # noqa: E731
+        # Distinct objects identify the two dispatchers in JAX's C++ cache.
+        self._dispatch_keys = (lambda: None, lambda: None)
+        self._dispatch = _compat.cpp_dispatcher(
+            name, self._dispatch_keys[0], functools.partial(self._cache_miss, ()),
+            static_argnums=static_argnums, static_argnames=static_argnames,
+            donate_argnums=donate_argnums, donate_argnames=donate_argnames)
+        self._dispatch_wide = _compat.cpp_dispatcher(
+            name, self._dispatch_keys[1], self._cache_miss,
+            static_argnums=(0,) + shift(static_argnums), static_argnames=static_argnames,
+            donate_argnums=shift(donate_argnums), donate_argnames=donate_argnames)
+        self.function = self._make_function()
+        functools.update_wrapper(self, fun)
+
+    def __repr__(self) -> str:
+        return f"x64guard.jit({getattr(self._fun, '__name__', self._fun)!r})"
+
+    def __call__(self, *args, **kwargs):
+        return self.function(*args, **kwargs)
+
+    def _make_function(self) -> Callable:
+        """What x64guard.jit returns: a plain function (cheaper to call than an instance's
+        __call__) that hands JAX arrays straight to the C++ dispatch. The mode is part
+        of JAX's jit cache key: in mode allow, every call reaches _cache_miss, which runs
+        the function full width."""
+        dispatch, positional, general = self._dispatch, self._call_positional, self._call_general
+        array_type = _ARRAY_TYPE
+
+        def narrowed(*args, **kwargs):
+            try:
+                if not kwargs:
+                    for leaf in args:
+                        if type(leaf) is not array_type:
+                            return positional(args)
+                    # The steady state (a signature with 64-bit integer arrays never gets
+                    # a fast path: every such call is range-checked in _cache_miss).
+                    return dispatch(*args)
+                return general(args, kwargs)
+            except _JaxRuntimeError as exc:
+                _raise_callback_error(exc)
+                raise
+
+        functools.update_wrapper(narrowed, self._fun)
+        narrowed.lower = self.lower
+        narrowed.narrowed_function = self
+        return narrowed
+
+    def _call_positional(self, args: tuple):
+        """Positional arguments, some not JAX arrays: numpy data is looked at here, because
+        JAX's dispatch keys 64-bit numpy data as its 32-bit counterpart when x64 is off."""
+        wide_numpy = False
+        for leaf in args:
+            kind = type(leaf)
+            if kind is _ARRAY_TYPE:
+                continue
+            if kind is not np.ndarray:
+                return self._call_general(args, {})
+            dtype = leaf.dtype
+            if dtype in _WIDE_INTEGERS:
+                return self._call_general(args, {})
+            if dtype in _WIDE_NUMPY:
+                wide_numpy = True
+        if wide_numpy:
+            return self._dispatch_wide(_wide_numpy_leaves(args), *args)
+        return self._dispatch(*args)
+
+    def _call_general(self, args: tuple, kwargs: dict):
+        dyn_args, dyn_kwargs, _ = self._statics.split(args, kwargs)
+        leaves = jax.tree_util.tree_leaves((dyn_args, dyn_kwargs))
+        if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+            # Inside a trace (an outer jit, vmap, grad): bind there.
+            mode = self._mode or current_mode()
+            if mode is _ALLOW:
+                with _compat.x64_enabled():
+                    return self._jit64(*args, **kwargs)
+            program, flat = self._specialize(args, kwargs, mode)
+            return program.call_traced(flat)
+        self._check_integer_inputs(dyn_args, dyn_kwargs, leaves)
+        wide = _wide_numpy_leaves(leaves)
+        if wide:
+            return self._dispatch_wide(wide, *args, **kwargs)
+        return self._dispatch(*args, **kwargs)
+
+    def _cache_miss(self, wide_leaves: tuple, *args, **kwargs):
+        """A signature JAX's C++ dispatch has not run before (or one it may not run by
+        itself): specialize on the arguments as given and run; returns the outputs and
+        the fast path for the next calls."""
+        mode = self._mode or current_mode()
+        if mode is _ALLOW:  # full width, never a fast path (64-bit numpy data must stay 64-bit)
+            with _compat.x64_enabled():
+                return self._jit64(*args, **kwargs), None
+        dyn_args, dyn_kwargs, _ = self._statics.split(args, kwargs)
+        leaves = jax.tree_util.tree_leaves((dyn_args, dyn_kwargs))
+        wide_integers = self._check_integer_inputs(dyn_args, dyn_kwargs, leaves)
+        program, flat = self._specialize(args, kwargs, mode, wide_leaves)
+        outputs, fastpath = program.run(flat)
+        return outputs, None if wide_integers else fastpath
+
+    def _check_integer_inputs(self, dyn_args: tuple, dyn_kwargs: dict, leaves: list) -> bool:
+        """jax.jit would wrap (or, for Python ints, refuse with an OverflowError) 64-bit
+        integers that do not fit: check concrete ones first, naming their path. Returns
+        whether there were 64-bit integers to check."""
+        for leaf in leaves:
+            kind = type(leaf)
+            if kind is int:
+                if not -2**31 <= leaf < 2**31:
+                    break
+            elif getattr(leaf, "dtype", None) in _WIDE_INTEGERS:
+                break
+        else:
+            return False
+        # Something to check: the slow path names the argument.
+        with_paths, _ = jax.tree_util.tree_flatten_with_path((dyn_args, dyn_kwargs))
+        for path, leaf in with_paths:
+            if type(leaf) is int:
+                _check_range(np.asarray(leaf), np.dtype(np.int32), _keystr(path))
+            elif getattr(leaf, "dtype", None) in _WIDE_INTEGERS:
+                _check_range(leaf, NARROW_DTYPE[leaf.dtype], _keystr(path))
+        return True
+
+    def lower(self, *args, **kwargs) -> "Lowered":
+        """The narrowed program for these arguments: `.as_text()`, `.findings`, `.compile()`."""
+        mode = resolve_mode(self._mode)
+        if mode is Mode.ALLOW:
+            raise ValueError("x64guard.jit(...).lower: mode 'allow' does not narrow; use jax.jit(f).lower "
+                             "with jax_enable_x64 for the full-width program")
+        program, flat = self._specialize(args, kwargs, mode)
+        return Lowered(program, flat, self._statics)
+
+    # -- specialization ------------------------------------------------------------
+
+    def _specialize(self, args: tuple, kwargs: dict, mode: Mode, wide_leaves: tuple = ()) -> tuple[_Program, list]:
+        """The program for these arguments. wide_leaves: indices of flat inputs that were
+        float64/complex128 numpy data before jax.jit's dispatch made them 32-bit: traced
+        at 64 bits, as they were given."""
+        dyn = self._statics.split(args, kwargs)
+        leaves, in_tree = jax.tree_util.tree_flatten(dyn[:2])
+        try:
+            key = (mode, in_tree, tuple(map(_signature, leaves)), dyn[2], wide_leaves)
+            program = self._cache.get(key)
+        except TypeError as exc:
+            raise TypeError(f"x64guard.jit: static arguments must be hashable, as for jax.jit: {exc}") from None
+        if program is None:
+            with self._lock:
+                program = self._cache.get(key)
+                if program is None:
+                    with_paths, _ = jax.tree_util.tree_flatten_with_path(dyn[:2])
+                    paths = tuple(_keystr(path) for path, _ in with_paths)
+                    if self._trace_dtypes is not None:
+                        specs = [_trace_spec(leaf, d) for leaf, d in zip(leaves, self._trace_dtypes)]
+                    else:
+                        specs = [_trace_spec(leaf) for leaf in leaves]
+                        for i in wide_leaves:
+                            specs[i] = _widened_spec(specs[i])
+                    program = self._build(in_tree, specs, dyn[2], paths, mode)
+                    self._cache[key] = program
+        return program, leaves
+
+    def _build(self, in_tree, specs, static, paths, mode: Mode) -> _Program:
+        spec_args, spec_kwargs = in_tree.unflatten(specs)
+        args, kwargs = self._statics.merge(spec_args, spec_kwargs, static)
+        try:
+            traced = _compat.trace_x64(self._jit64, tuple(args), kwargs)
+        except X64GuardError:
+            raise
+        except Exception as own_width_error:
+            # Code written for 64-bit inputs may not trace with 32-bit ones and x64 on
+            # (lax.clamp(-1.0, x, 1.0), bitcast_convert_type(x, jnp.int64), a while_loop
+            # carry mixing the input with 64-bit values): trace the x64 program it was
+            # written as, every 32-bit input widened; if that fails too, the first error.
+            widened = [_widened_spec(s) for s in specs]
+            if all(w is s for w, s in zip(widened, specs)):
+                raise
+            spec_args, spec_kwargs = in_tree.unflatten(widened)
+            args, kwargs = self._statics.merge(spec_args, spec_kwargs, static)
+            try:
+                traced = _compat.trace_x64(self._jit64, tuple(args), kwargs)
+            except Exception:
+                raise own_width_error from None
+            specs = widened
+        lowered = _compat.lower_traced(traced, _callbacks_at_32_bits(traced.jaxpr))
+        convention = _compat.calling_convention(lowered)
+        # JAX's own cached module: narrow works on a clone.
+        result = _narrow_at_user_line(convention.module, mode=mode, overflow=self._overflow)
+        trace_dtypes = tuple(s.dtype for s in specs)
+        trace_out_dtypes = tuple(a.dtype for a in convention.out_avals)
+        name = getattr(self._fun, "__name__", "fun")
+        return _Program(
+            name=name if name.isidentifier() else "fun", narrowed=result, owner=self,
+            flat_fun=self._flat_fun(in_tree, static), in_tree=in_tree, out_tree=traced.out_tree,
+            trace_dtypes=trace_dtypes, trace_out_dtypes=trace_out_dtypes,
+            in_dtypes=tuple(_narrow_dtype(d) or d for d in trace_dtypes), paths=paths,
+            out_avals=tuple(_narrow_aval(a) for a in convention.out_avals),
+            effects=convention.effects, ordered_effects=convention.ordered_effects,
+            kept_var_idx=convention.kept_var_idx,
+            kept_in_avals=tuple(_narrow_aval(a) for a in convention.in_avals),
+            in_shardings=convention.in_shardings, out_shardings=convention.out_shardings,
+            num_devices=convention.num_devices, host_callbacks=convention.host_callbacks,
+            keepalive=convention.keepalive, lowered=lowered,
+            in_avals=tuple(_narrow_aval(a) for a in traced.jaxpr.in_avals))
+
+    def _flat_fun(self, in_tree, static) -> Callable:
+        def flat_fun(*flat):
+            dyn_args, dyn_kwargs = in_tree.unflatten(flat)
+            args, kwargs = self._statics.merge(dyn_args, dyn_kwargs, static)
+            return jax.tree_util.tree_leaves(self._fun(*args, **kwargs))
+        return flat_fun
+
+    def _derived(self, key: tuple, make: Callable[[], Callable], trace_dtypes: tuple) -> "NarrowedFunction":
+        """A NarrowedFunction of a transformed flat function (its vmap or its VJP), with
+        this one's mode and overflow, traced at the dtypes of the primal trace, made once
+        per key."""
+        with self._lock:
+            derived = self._derived_functions.get(key)
+            if derived is None:
+                derived = self._derived_functions[key] = NarrowedFunction(
+                    make(), mode=self._mode, overflow=self._overflow, jit_kwargs={}, trace_dtypes=trace_dtypes)
+        return derived
+
+
+def _narrow_aval(aval):
+    dtype = _narrow_dtype(aval.dtype)
+    return aval if dtype is None else aval.update(dtype=dtype)
 
 
 class Lowered:
     """The narrowed program for one signature."""
 
-    def __init__(self, specialization: _Specialization, flat_inputs: list, statics: _StaticArgs):
-        self._specialization = specialization
+    def __init__(self, program: _Program, flat_inputs: list, statics: _StaticArgs):
+        self._program = program
         self._flat_inputs = flat_inputs
         self._statics = statics
 
     @property
     def findings(self) -> list[Finding]:
-        return self._specialization.narrowed.findings
+        return self._program.narrowed.findings
 
     @property
     def changes(self) -> dict[str, int]:
-        return self._specialization.narrowed.changes
+        return self._program.narrowed.changes
 
     def as_text(self) -> str:
-        return self._specialization.narrowed.text
+        return self._program.narrowed.text
 
     def compile(self) -> "Compiled":
-        s = self._specialization
-        narrowed = [_to_narrow(x, d, p) for x, d, p in zip(self._flat_inputs, s.in_dtypes, s.paths)]
-        return Compiled(s, s.call_flat.lower(*narrowed).compile(), self._statics)
+        return Compiled(self._program, self._program.executable(), self._statics)
+
+
+def _with_converted_inputs(module, program: _Program, wide_inputs: tuple):
+    """A copy of the narrowed module whose main takes the given inputs at their 64-bit
+    dtype and converts them to the narrowed one first (what a caller with x64 on hands
+    it), so that no second JAX lowering is needed for that caller."""
+    from jax.extend.mlir import ir
+    from jax.extend.mlir.dialects import stablehlo
+
+    from x64guard import mlir as x64guard_mlir
+
+    copy = x64guard_mlir.clone(module)
+    with copy.context, ir.Location.unknown(copy.context):
+        main = next(op for op in copy.body.operations
+                    if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main")
+        block = main.regions[0].blocks[0]
+        kept = sorted(program.kept_var_idx)
+        first = len(program.ordered_effects)  # main's leading token arguments
+        element = {np.dtype(np.float64): ir.F64Type.get, np.dtype(np.int64): lambda: ir.IntegerType.get_signless(64),
+                   np.dtype(np.uint64): lambda: ir.IntegerType.get_unsigned(64),
+                   np.dtype(np.complex128): lambda: ir.ComplexType.get(ir.F64Type.get())}
+        before_body = ir.InsertionPoint(block.operations[0])
+        for i, dtype in wide_inputs:
+            if i not in program.kept_var_idx:
+                continue
+            arg = block.arguments[first + kept.index(i)]
+            narrow_type = ir.RankedTensorType(arg.type)
+            arg.set_type(ir.RankedTensorType.get(narrow_type.shape, element[np.dtype(dtype)]()))
+            convert = stablehlo.ConvertOp(narrow_type, arg, ip=before_body)
+            arg.replace_all_uses_except(convert.result, convert.operation)
+        function_type = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        main.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get([a.type for a in block.arguments], function_type.results))
+    return copy
 
 
 class Compiled:
     """A compiled narrowed program; call it with the same arguments as the function."""
 
-    def __init__(self, specialization: _Specialization, executable, statics: _StaticArgs):
-        self._specialization = specialization
+    def __init__(self, program: _Program, executable, statics: _StaticArgs):
+        self._program = program
         self._executable = executable
         self._statics = statics
 
     def __call__(self, *args, **kwargs):
-        s = self._specialization
+        program = self._program
         dyn_args, dyn_kwargs, _ = self._statics.split(args, kwargs)
         leaves = jax.tree_util.tree_leaves((dyn_args, dyn_kwargs))
-        narrowed = [_to_narrow(x, d, p) for x, d, p in zip(leaves, s.in_dtypes, s.paths)]
-        return s.exported.out_tree.unflatten(self._executable(*narrowed))
+        return program.out_tree.unflatten(self._executable.call(*program.narrow_inputs(leaves)))
 
     def as_text(self) -> str:
-        return self._executable.as_text()
+        return self._executable.as_text()  # the compiled (optimized HLO) program
