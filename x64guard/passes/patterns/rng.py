@@ -1,4 +1,5 @@
-"""Random numbers: the two 64-bit idioms that narrowing would turn into garbage."""
+"""Random numbers: refusals of the 64-bit idioms no rule of patterns/random_bits.py
+recognized (their source is not a known generator): narrowed blindly they would be garbage."""
 
 from __future__ import annotations
 
@@ -10,25 +11,6 @@ from x64guard.passes.tables import CONSTANT_OPS, FLOAT64_ONE_BITS, RNG_KERNEL_FU
 
 # How far from the 1.0-bits constant the bitcast may be: broadcast_in_dim -> or -> bitcast.
 _IDIOM_DEPTH = 4
-
-
-class RefuseRngBitGenerator(RewritePattern):
-    """rng_bit_generator's state is 64-bit words by definition (THREE_FRY: 2xui64): a
-    ui32 state is a different generator, not a narrowed one."""
-
-    op_names = frozenset({"stablehlo.rng_bit_generator"})
-
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        types = [op.operands[0].type] + list(rw.result_types)
-        if all(rw.converter.convert(t) is None for t in types):
-            return False
-        rw.report("rng-state", Severity.ERROR, op,
-                  f"rng_bit_generator with state {types[0]} cannot be narrowed: its state and "
-                  "output are 64-bit words by definition and a 32-bit state is a different generator. "
-                  "Use jax.random's default threefry implementation with 32-bit outputs "
-                  "(jax.random.bits(key, dtype=jnp.uint32), dtype=jnp.float32 samplers), or keep this "
-                  "module in 64 bits (mode='allow')")
-        return True
 
 
 class RefuseFloat64RandomBits(RewritePattern):

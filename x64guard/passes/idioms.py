@@ -1,0 +1,138 @@
+"""Phase 1 of the pass: 64-bit idioms whose 32-bit meaning is not their narrowed types.
+
+JAX's x64 random numbers are the main case: `(hi << 32) | lo` words, floats made by
+or-ing mantissa bits into the bits of 1.0, randint's `2**32 % span` multiplier. Narrowed
+type by type they become garbage; JAX's x32 program draws the same counters through the
+same kernel and builds its numbers with other constants (`hi ^ lo`, `>> 9 | 0x3F800000`,
+`2**16 % span`). Each rule here is a `RewritePattern` anchored at the op that ends its
+idiom (the use-def chain is walked backwards from there) that rewrites the still-64-bit
+module in place into the form x32 JAX traces, bridged by converts the narrowing walk then
+removes. Rules run one after another over the whole module, so a rule sees what earlier
+rules made (floats are built from the words the word rule produced).
+
+The phase also decides what keeps its 64-bit type (the RNG state, per target profile):
+`Rewriter.kept_ops`, which the narrowing walk leaves alone.
+
+A dry run (`check`, mode allow) must not change its module: when any rule could apply,
+the phase works on a clone and hands the clone to the narrowing walk.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from jax.extend.mlir import ir
+
+from x64guard.passes.rewriter import RewritePattern, Rewriter
+
+# Ops an idiom rule may leave without uses and that the phase may then erase: side-effect
+# free, so an unused one changes nothing. (func.call is erased only when a rule says so.)
+_PURE_OPS = frozenset({
+    "stablehlo.constant", "stablehlo.broadcast_in_dim", "stablehlo.convert", "stablehlo.bitcast_convert",
+    "stablehlo.shift_left", "stablehlo.shift_right_logical", "stablehlo.or", "stablehlo.xor",
+    "stablehlo.and", "stablehlo.slice", "stablehlo.concatenate", "stablehlo.reshape", "stablehlo.iota",
+    "stablehlo.multiply", "stablehlo.add", "stablehlo.remainder", "stablehlo.select", "stablehlo.compare",
+})
+
+
+@dataclass
+class IdiomState:
+    """What one application of the phase knows; lives on `Rewriter.idioms`."""
+
+    # name -> func.func, for rules that look into a callee (is it the threefry kernel?).
+    functions: dict[str, ir.Operation] = field(default_factory=dict)
+    # Facts about callees, computed once per name (see patterns/random_bits.py).
+    callee_facts: dict[tuple[str, str], bool] = field(default_factory=dict)
+    # A 64-bit random word (a value of the x64 program) -> the 32-bit word x32 JAX draws
+    # in its place. Words come from the rules that recognized their source.
+    random_words: dict[ir.Value, ir.Value] = field(default_factory=dict)
+    # Ops a rule replaced or bypassed: erased after the phase if nothing uses them.
+    maybe_dead: list[ir.Operation] = field(default_factory=list)
+    # func.call ops a rule bypassed (pure kernel calls): erasable like the ops above.
+    dead_calls: set[ir.Operation] = field(default_factory=set)
+    # Public function name -> (argument numbers, result numbers) that keep a 64-bit type
+    # (the RNG seed or state; patterns/rng_state.py).
+    kept_signatures: dict[str, tuple[frozenset, frozenset]] = field(default_factory=dict)
+    changed: bool = False
+
+
+class IdiomPhase:
+    """Applies the idiom rules, in order, to every op they anchor at."""
+
+    def __init__(self, patterns: Sequence[RewritePattern]):
+        self._patterns = tuple(patterns)
+        self._anchors = frozenset(name for p in self._patterns for name in p.op_names)
+
+    def apply(self, module: ir.Module, rw: Rewriter) -> ir.Module:
+        """Rewrite the idioms of `module` (of a clone of it in a dry run); returns the
+        module the narrowing walk must read."""
+        found = self._anchored_ops(module)
+        if not found:
+            return module
+        if rw.dry_run:
+            module = _clone(module)
+            found = self._anchored_ops(module)
+        rw.idioms = state = IdiomState(functions=_functions(module))
+        with module.context, ir.Location.unknown(module.context):
+            for pattern in self._patterns:
+                for op, function in found:
+                    if op.name in pattern.op_names:
+                        rw.function = function
+                        if pattern.match_and_rewrite(op, rw):
+                            state.changed = True
+            _erase_dead(state)
+        rw.function = "?"
+        return module
+
+    def _anchored_ops(self, module: ir.Module) -> list[tuple[ir.Operation, str]]:
+        """(op, enclosing function) for every op some rule anchors at, in walk order."""
+        anchors = self._anchors
+        found: list[tuple[ir.Operation, str]] = []
+        function = ["?"]
+
+        def visit(op: ir.Operation) -> ir.WalkResult:
+            name = op.name
+            if name == "func.func":
+                function[0] = ir.StringAttr(op.attributes["sym_name"]).value
+            elif name in anchors:
+                found.append((op, function[0]))
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+        return found
+
+
+def _functions(module: ir.Module) -> dict[str, ir.Operation]:
+    out = {}
+    for op in module.body.operations:
+        op = op.operation
+        if op.name == "func.func" and "sym_name" in op.attributes:
+            out[ir.StringAttr(op.attributes["sym_name"]).value] = op
+    return out
+
+
+def _clone(module: ir.Module) -> ir.Module:
+    """A copy in the same context (bytecode keeps locations; cheap next to a parse of text)."""
+    buffer = io.BytesIO()
+    module.operation.write_bytecode(buffer)
+    return ir.Module.parse(buffer.getvalue(), context=module.context)
+
+
+def _erase_dead(state: IdiomState) -> None:
+    """Erase the ops rules left without uses, then whatever only they used."""
+    worklist = list(state.maybe_dead)
+    erased: set[ir.Operation] = set()
+    while worklist:
+        op = worklist.pop()
+        if op in erased:
+            continue
+        if op.name not in _PURE_OPS and op not in state.dead_calls:
+            continue
+        if any(True for result in op.results for _ in result.uses):
+            continue
+        producers = [v.owner for v in op.operands if not isinstance(v.owner, ir.Block)]
+        erased.add(op)
+        op.erase()
+        worklist.extend(p.operation for p in producers)
