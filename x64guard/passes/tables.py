@@ -158,6 +158,11 @@ RNG_IDIOMS: dict[str, tuple] = {
     "randint_half_word": (2 ** 32, 2 ** 16),
 }
 
+# XLA's RngBitGenerator makes a 64-bit word of two consecutive 32-bit words of its stream,
+# the low one first (measured on the CPU backend for DEFAULT, PHILOX and THREE_FRY): a
+# u64[n] draw is a u32[n, 2] draw from the same state, pairs (low, high).
+RNG_WORD_PAIR: tuple[str, str] = ("low", "high")
+
 # iota_2x32_shape splits a uint64 counter into hi/lo uint32 words in both modes; for
 # fewer than this many elements hi is 0 and lo is the counter: exact in 32 bits.
 COUNTER_LIMIT = 2 ** 32

@@ -9,13 +9,14 @@ from x64guard.passes.patterns.custom_calls import NarrowCustomCall
 from x64guard.passes.patterns.generic import ConvertOpTypes
 from x64guard.passes.patterns.random_bits import (JaxFloatsFromBits, RandintMultiplier, RbgWideDraw,
                                                   ReshapedRandomWords, ThreefryWords, ThreefryWordsOriginal,
-                                                  XlaFloatsFromBits)
+                                                  XlaFloatsFromBits, XlaRandintWords)
 from x64guard.passes.patterns.rng import RefuseFloat64RandomBits, RefuseWideRandomWords
 from x64guard.passes.patterns.rng_state import KeepRngState, KeepStateSignature
 
 # Phase 1 (passes/idioms.py): idioms rewritten into the form x32 JAX traces, each rule over
 # the whole module in this order (floats and randint read the words the first rules make).
 IDIOM_PATTERNS = (
+    XlaRandintWords(),
     RbgWideDraw(),
     ThreefryWords(),
     ThreefryWordsOriginal(),

@@ -3,7 +3,9 @@
 
 Rules of the idiom phase (`passes/idioms.py`), in the order they run:
 
-* `RbgWideDraw`: a 64-bit draw of `rng_bit_generator` (JAX's rbg keys, torch-xla) draws
+* `XlaRandintWords`: torch-xla's randint reduces 64-bit words `% span` (for int32
+  results too): drawn as uint32 pairs, reduced exactly by long division in 32 bits.
+* `RbgWideDraw`: any other 64-bit draw of `rng_bit_generator` (JAX's rbg keys, torch-xla) draws
   32-bit words from the same state instead, as the 32-bit programs do.
 * `ThreefryWords`: `(convert(b1) << 32) | convert(b2)` over one threefry2x32 call
   (jax_threefry_partitionable=True) becomes `b1 ^ b2`: the same kernel on the same
@@ -31,7 +33,7 @@ from x64guard.findings import Severity
 from x64guard.passes.matching import (convert, dense_values, element_spelling, producer, result_number,
                                       shape_of, splat, splat_value, tensor_type, users)
 from x64guard.passes.rewriter import RewritePattern, Rewriter
-from x64guard.passes.tables import RNG_IDIOMS, THREEFRY_FINGERPRINT
+from x64guard.passes.tables import RNG_IDIOMS, RNG_WORD_PAIR, THREEFRY_FINGERPRINT
 
 _WIDE_WORDS = ("ui64",)
 _NARROW_WORD = "ui32"
@@ -217,6 +219,72 @@ class ThreefryWordsOriginal(RewritePattern):
                   "64-bit random words (jax_threefry_partitionable=False) drawn as x32 JAX draws them: "
                   "threefry2x32 on x32's counters, one 32-bit word each")
         return True
+
+
+class XlaRandintWords(RewritePattern):
+    """torch-xla's integer draws (randint, random_): 64-bit words of rng_bit_generator
+    reduced `w % span`, even for int32 results (then split `(r >> 1) + (r - (r >> 1))` into
+    int64). To draw exactly those numbers in 32 bits, the words are drawn as pairs of
+    uint32 from the same state (XLA builds each 64-bit word from two consecutive 32-bit
+    words, low first; `RNG_WORD_PAIR`) and `(hi * 2**32 + lo) % span` is computed by long
+    division on uint32 (span below 2**32, which it is once the bounds are int32)."""
+
+    op_names = frozenset({"stablehlo.remainder"})
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        words, span = op.operands
+        generator = producer(words, "stablehlo.rng_bit_generator")
+        shape = shape_of(words.type)
+        if generator is None or result_number(words) != 1 or element_spelling(words.type) != "ui64" \
+                or shape is None or len(users(words)) != 1 or not _split_for_int64(op):
+            return False
+        pair_type = ir.RankedTensorType.get(shape + [2], ir.Type.parse(_NARROW_WORD))
+        generator.results[1].set_type(pair_type)
+        low_at, high_at = RNG_WORD_PAIR.index("low"), RNG_WORD_PAIR.index("high")
+        word_type = tensor_type(op.results[0].type, _NARROW_WORD)
+        with ir.InsertionPoint(op), op.location:
+            def part(index: int) -> ir.Value:
+                piece = stablehlo.slice(generator.results[1], [0] * len(shape) + [index], shape + [index + 1],
+                                        [1] * (len(shape) + 1))
+                return stablehlo.reshape(word_type, piece)
+            low, high = part(low_at), part(high_at)
+            remainder = _remainder_of_pair(high, low, convert(span, _NARROW_WORD))
+            wide = convert(remainder, "ui64")
+        op.results[0].replace_all_uses_with(wide)
+        rw.idioms.maybe_dead.append(op)
+        rw.report("rng-randint", Severity.INFO, op,
+                  "torch-xla's integer draw (64-bit words % span) computed in 32 bits: the same words drawn as "
+                  "uint32 pairs from the same state, the remainder by long division; exact")
+        return True
+
+
+def _split_for_int64(remainder: ir.Operation) -> bool:
+    """The remainder's uses are torch-xla's `r >> 1` and `r - (r >> 1)` (the halves it
+    adds as int64 so that no uint64 value is converted to int64 directly)."""
+    found = users(remainder.results[0])
+    halves = [u for u in found if u.name == "stablehlo.shift_right_logical" and splat_value(u.operands[1]) == 1]
+    rests = [u for u in found if u.name == "stablehlo.subtract"]
+    return len(halves) == 1 and len(found) == 2 and len(rests) == 1 \
+        and list(rests[0].operands) == [remainder.results[0], halves[0].results[0]]
+
+
+def _remainder_of_pair(high: ir.Value, low: ir.Value, span: ir.Value) -> ir.Value:
+    """(high * 2**32 + low) % span on uint32 values (span >= 1): the remainder of high,
+    then one bit of low at a time, r = (2r + bit) % span, keeping the bit shifted out of
+    r (r < span < 2**32, so one subtraction of span always suffices, modulo 2**32)."""
+    t = high.type
+    unsigned = stablehlo.ComparisonTypeAttr.get("UNSIGNED")
+    zero, one = splat(t, "ui32", 0), splat(t, "ui32", 1)
+    top_bit = splat(t, "ui32", 31)
+    r = stablehlo.remainder(high, span)
+    for bit in range(31, -1, -1):
+        next_bit = stablehlo.and_(stablehlo.shift_right_logical(low, splat(t, "ui32", bit)), one)
+        carried = stablehlo.compare(stablehlo.shift_right_logical(r, top_bit), zero,
+                                    stablehlo.ComparisonDirectionAttr.get("NE"), compare_type=unsigned)
+        doubled = stablehlo.or_(stablehlo.shift_left(r, one), next_bit)
+        reached = stablehlo.compare(doubled, span, stablehlo.ComparisonDirectionAttr.get("GE"), compare_type=unsigned)
+        r = stablehlo.select(stablehlo.or_(carried, reached), stablehlo.subtract(doubled, span), doubled)
+    return r
 
 
 class RbgWideDraw(RewritePattern):
