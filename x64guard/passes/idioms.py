@@ -68,12 +68,12 @@ class IdiomPhase:
     def apply(self, module: ir.Module, rw: Rewriter) -> ir.Module:
         """Rewrite the idioms of `module` (of a clone of it in a dry run); returns the
         module the narrowing walk must read."""
-        found = self._anchored_ops(module)
+        found = self._anchored_ops(module, rw)
         if not found:
             return module
         if rw.dry_run:
             module = _clone(module)
-            found = self._anchored_ops(module)
+            found = self._anchored_ops(module, rw)
         rw.idioms = state = IdiomState(functions=_functions(module))
         with module.context, ir.Location.unknown(module.context):
             for pattern in self._patterns:
@@ -86,21 +86,25 @@ class IdiomPhase:
         rw.function = "?"
         return module
 
-    def _anchored_ops(self, module: ir.Module) -> list[tuple[ir.Operation, str]]:
-        """(op, enclosing function) for every op some rule anchors at, in walk order."""
+    def _anchored_ops(self, module: ir.Module, rw: Rewriter) -> list[tuple[ir.Operation, str]]:
+        """(op, enclosing function) for every op some rule anchors at, in walk order. Call
+        sites are recorded on the way, so that findings in JAX's private functions name the
+        user's line that called them."""
         anchors = self._anchors
         found: list[tuple[ir.Operation, str]] = []
-        function = ["?"]
 
         def visit(op: ir.Operation) -> ir.WalkResult:
             name = op.name
             if name == "func.func":
-                function[0] = ir.StringAttr(op.attributes["sym_name"]).value
-            elif name in anchors:
-                found.append((op, function[0]))
+                rw.function = ir.StringAttr(op.attributes["sym_name"]).value
+            elif name == "func.call":
+                rw.record_call(op)
+            if name in anchors:
+                found.append((op, rw.function))
             return ir.WalkResult.ADVANCE
 
         module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+        rw.function = "?"
         return found
 
 

@@ -38,6 +38,10 @@ _STATE_OPS = frozenset({
 })
 
 
+def _users(value: ir.Value) -> list[ir.Operation]:
+    return [use.owner.operation if hasattr(use.owner, "operation") else use.owner for use in value.uses]
+
+
 def _wide(t: ir.Type) -> bool:
     return element_spelling(t) in NARROW_ELEMENT_TYPE
 
@@ -129,9 +133,11 @@ class KeepRngState(RewritePattern):
                           f"and the {rw.profile.name} target allows no 64-bit type (a 32-bit state would be another "
                           "generator). Draw with jax.random's default threefry keys (jax.random.key(seed)), or use "
                           "the x32 target, which keeps this state")
-            rw.claimed_ops.update(chain.ops)  # one rng-state error says it all: no bitcast-width noise
+            # One rng-state error says it all: no bitcast-width noise from the state's bitcasts.
+            rw.claimed_ops.update(chain.ops)
+            rw.claimed_ops.update(user for op in chain.ops for result in op.results for user in _users(result))
             return True
-        kept_results = self._close_forward(chain, rw)
+        kept_results = self._close_forward(chain, generators, rw)
         if chain.problem is not None:
             op, why = chain.problem
             rw.report("rng-state", Severity.ERROR, op, f"the RNG state cannot be kept: {why}; keep this module in "
@@ -151,48 +157,46 @@ class KeepRngState(RewritePattern):
         return True
 
     @staticmethod
-    def _close_forward(chain: _Chain, rw: Rewriter) -> dict[str, set[int]]:
+    def _close_forward(chain: _Chain, generators: list[tuple[ir.Operation, str]], rw: Rewriter) -> dict[str, set[int]]:
         """Decide every use of a kept value outside the chain; returns the public
-        functions' results that stay 64-bit."""
+        functions' results that stay 64-bit. The new state a generator returns may flow
+        on as state (reshaped, returned); the seed arithmetic only feeds generators."""
         kept_results: dict[str, set[int]] = {}
-        values = [r for op in chain.ops for r in op.results if _wide(r.type)]
-        seen_values = set(values)
-        arguments = []
-        for op in list(chain.ops):
-            for operand in op.operands:
-                if isinstance(operand.owner, ir.Block) and _wide(operand.type) and operand not in seen_values:
-                    arguments.append(operand)
-                    seen_values.add(operand)
-        values.extend(arguments)
-        while values:
-            value = values.pop()
-            for use in list(value.uses):
-                user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+        seen = {r for op in chain.ops for r in op.results if _wide(r.type)}
+        arguments = {v for op in chain.ops for v in op.operands if isinstance(v.owner, ir.Block) and _wide(v.type)}
+        seen |= arguments
+        new_states = {generator.results[0] for generator, _ in generators}
+        worklist = list(seen)
+        while worklist:
+            value = worklist.pop()
+            for user in dict.fromkeys(_users(value)):  # each user once, in order
                 if user in chain.ops or user in rw.claimed_ops:
                     continue
-                results_wide = [r for r in user.results if _wide(r.type)]
-                operands_ok = all(v in seen_values or not _wide(v.type) for v in user.operands)
+                wide_results = [r for r in user.results if _wide(r.type)]
+                reads_kept_only = all(v in seen or not _wide(v.type) for v in user.operands)
                 if user.name == "func.return":
                     function = _function_of(user.block)
                     if function is not None and _is_public(function) and user.block == function.regions[0].blocks[0]:
-                        kept_results.setdefault(_name(function), set()).add(use.operand_number)
+                        numbers = [i for i, v in enumerate(user.operands) if v == value]
+                        kept_results.setdefault(_name(function), set()).update(numbers)
                         continue
-                elif operands_ok and not results_wide:
-                    chain.ops.add(user)  # reads the state into 32-bit values: nothing to narrow
+                elif reads_kept_only and not wide_results:
+                    chain.ops.add(user)  # reads the state into 32-bit values (JAX's bitcast back to uint32)
                     continue
-                elif operands_ok and user.name in _STATE_OPS:
-                    chain.ops.add(user)  # more state (a reshape of the new state, ...)
-                    for result in results_wide:
-                        seen_values.add(result)
-                        values.append(result)
+                elif reads_kept_only and value in new_states and user.name in _STATE_OPS:
+                    chain.ops.add(user)  # the new state, reshaped or sliced: still state
+                    for result in wide_results:
+                        seen.add(result)
+                        new_states.add(result)
+                        worklist.append(result)
                     continue
-                if isinstance(value.owner, ir.Block):
+                if value in arguments:
                     chain.problem = (user, "the 64-bit seed or state argument is also used as data")
                     return kept_results
                 with ir.InsertionPoint(user), user.location:
                     bridge = ir.Operation.create("stablehlo.convert", results=[value.type], operands=[value])
                 user.replace_uses_of_with(value, bridge.results[0])
-                rw.claimed_ops.add(bridge)  # narrowed to a convert from the kept value
+                rw.claimed_ops.add(bridge)  # narrowed into a convert from the kept value
         return kept_results
 
 
