@@ -200,6 +200,10 @@ NEEDS_FINFO_BRANCH: frozenset[str] = _of_samplers(frozenset({
     "normal", "gamma", "beta", "dirichlet", "t", "laplace", "multivariate_normal"})) | {
     "random_normal_f64", "random_rbg_key_from_seed", "random_gumbel_high_mode", "random_init_and_noise"}
 
+# x64 programs that `check --target x32` accepts: their only 64-bit value is the RNG state
+# (lax.rng_bit_generator on a uint32[4] key draws uint32: the x64 and x32 programs are the same).
+X32_COMPATIBLE: frozenset[str] = frozenset({"rng_bit_generator_state_kept"})
+
 # Cases that take more than ~5 s (rejection sampling loops compile slowly): marked slow.
 SLOW_CASES: frozenset[str] = _of_samplers(frozenset({"gamma", "beta", "dirichlet", "t"}))
 
