@@ -37,10 +37,22 @@ _PURE_OPS = frozenset({
 })
 
 
+class IdiomPattern(RewritePattern):
+    """A rule of the idiom phase."""
+
+    # Element types of the anchor's first result the rule can match (None: any): a cheap
+    # filter for the walk that collects anchors.
+    result_elements: frozenset[str] | None = None
+    # True for rules that only rewrite what earlier rules made (floats from their words):
+    # such anchors alone never make a dry run clone its module.
+    follows_earlier_rules: bool = False
+
+
 @dataclass
 class IdiomState:
     """What one application of the phase knows; lives on `Rewriter.idioms`."""
 
+    module: ir.Operation | None = None
     # name -> func.func, for rules that look into a callee (is it the threefry kernel?).
     functions: dict[str, ir.Operation] = field(default_factory=dict)
     # Facts about callees, computed once per name (see patterns/random_bits.py).
@@ -55,26 +67,30 @@ class IdiomState:
     # Public function name -> (argument numbers, result numbers) that keep a 64-bit type
     # (the RNG seed or state; patterns/rng_state.py).
     kept_signatures: dict[str, tuple[frozenset, frozenset]] = field(default_factory=dict)
+    state_decided: bool = False  # KeepRngState has run (it decides for every generator at once)
     changed: bool = False
 
 
 class IdiomPhase:
     """Applies the idiom rules, in order, to every op they anchor at."""
 
-    def __init__(self, patterns: Sequence[RewritePattern]):
+    def __init__(self, patterns: Sequence[IdiomPattern]):
         self._patterns = tuple(patterns)
-        self._anchors = frozenset(name for p in self._patterns for name in p.op_names)
+        self._by_anchor: dict[str, list[IdiomPattern]] = {}
+        for pattern in self._patterns:
+            for name in pattern.op_names:
+                self._by_anchor.setdefault(name, []).append(pattern)
 
     def apply(self, module: ir.Module, rw: Rewriter) -> ir.Module:
         """Rewrite the idioms of `module` (of a clone of it in a dry run); returns the
         module the narrowing walk must read."""
-        found = self._anchored_ops(module, rw)
-        if not found:
-            return module
+        found, independent = self._anchored_ops(module, rw)
+        if not independent:
+            return module  # nothing a rule could start from
         if rw.dry_run:
             module = _clone(module)
-            found = self._anchored_ops(module, rw)
-        rw.idioms = state = IdiomState(functions=_functions(module))
+            found, _ = self._anchored_ops(module, rw)
+        rw.idioms = state = IdiomState(module=module.operation, functions=_functions(module))
         with module.context, ir.Location.unknown(module.context):
             for pattern in self._patterns:
                 for op, function in found:
@@ -86,26 +102,35 @@ class IdiomPhase:
         rw.function = "?"
         return module
 
-    def _anchored_ops(self, module: ir.Module, rw: Rewriter) -> list[tuple[ir.Operation, str]]:
-        """(op, enclosing function) for every op some rule anchors at, in walk order. Call
-        sites are recorded on the way, so that findings in JAX's private functions name the
-        user's line that called them."""
-        anchors = self._anchors
+    def _anchored_ops(self, module: ir.Module, rw: Rewriter) -> tuple[list[tuple[ir.Operation, str]], bool]:
+        """(op, enclosing function) for every op some rule may match, in walk order, and
+        whether any rule that needs no earlier rewrite may match. Call sites are recorded on
+        the way, so that findings in JAX's private functions name the user's line that
+        called them."""
+        by_anchor = self._by_anchor
+        element = rw.converter.element_spelling
         found: list[tuple[ir.Operation, str]] = []
+        independent = False
 
         def visit(op: ir.Operation) -> ir.WalkResult:
+            nonlocal independent
             name = op.name
             if name == "func.func":
                 rw.function = ir.StringAttr(op.attributes["sym_name"]).value
             elif name == "func.call":
                 rw.record_call(op)
-            if name in anchors:
-                found.append((op, rw.function))
+            patterns = by_anchor.get(name)
+            if patterns is not None:
+                spelling = element(op.results[0].type) if len(op.results) else None
+                wanted = [p for p in patterns if p.result_elements is None or spelling in p.result_elements]
+                if wanted:
+                    found.append((op, rw.function))
+                    independent = independent or any(not p.follows_earlier_rules for p in wanted)
             return ir.WalkResult.ADVANCE
 
         module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
         rw.function = "?"
-        return found
+        return found, independent
 
 
 def _functions(module: ir.Module) -> dict[str, ir.Operation]:

@@ -17,7 +17,8 @@ from jax.extend.mlir.dialects import stablehlo
 
 from x64guard.findings import Severity
 from x64guard.passes.matching import element_spelling, producer, shape_of, splat, splat_value, tensor_type, users
-from x64guard.passes.rewriter import RewritePattern, Rewriter
+from x64guard.passes.idioms import IdiomPattern
+from x64guard.passes.rewriter import Rewriter
 from x64guard.passes.tables import COUNTER_LIMIT, LOW_WORD_MASK, RNG_IDIOMS
 
 _WIDE_INTEGERS = ("ui64", "i64", "si64")
@@ -67,12 +68,13 @@ def counter_split(shift: ir.Operation) -> tuple[ir.Value, int] | None:
     return counter, bound
 
 
-class CounterSplit(RewritePattern):
+class CounterSplit(IdiomPattern):
     """iota_2x32_shape's uint64 counters, when they stay below 2**32: the high words
     become 0 and the low words the same counters computed in uint32. Exact (no counter
     has a high bit), and it leaves no 64-bit type behind (JAX's x32 programs included)."""
 
     op_names = frozenset({"stablehlo.shift_right_logical"})
+    result_elements = frozenset({"ui64"})
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
         if rw.dry_run and not rw.profile.exact_idioms_are_info:
@@ -127,13 +129,14 @@ def _to_32bit_words_only(value: ir.Value) -> bool:
                                in _NARROW_INTEGERS for u in found)
 
 
-class LowWordMask(RewritePattern):
+class LowWordMask(IdiomPattern):
     """`convert(x & 0xFFFFFFFF)` to a 32-bit integer, x int64 (threefry_seed's low word):
     the mask keeps every bit the convert keeps. In int32 it is -1 (what x32 JAX traces);
     the int64 constant 0xFFFFFFFF would be out of int32's range. The mask becomes -1,
     which means the same in 64 bits too."""
 
     op_names = frozenset({"stablehlo.and"})
+    result_elements = frozenset({"i64", "si64"})
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
         element = element_spelling(op.results[0].type)

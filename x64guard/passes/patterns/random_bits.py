@@ -32,7 +32,8 @@ from jax.extend.mlir.dialects import stablehlo
 from x64guard.findings import Severity
 from x64guard.passes.matching import (convert, dense_values, element_spelling, producer, result_number,
                                       shape_of, splat, splat_value, tensor_type, users)
-from x64guard.passes.rewriter import RewritePattern, Rewriter
+from x64guard.passes.idioms import IdiomPattern
+from x64guard.passes.rewriter import Rewriter
 from x64guard.passes.tables import RNG_IDIOMS, RNG_WORD_PAIR, THREEFRY_FINGERPRINT
 
 _WIDE_WORDS = ("ui64",)
@@ -100,11 +101,12 @@ def _register_word(op: ir.Operation, rw: Rewriter, word32: ir.Value) -> None:
     rw.idioms.maybe_dead.append(op)
 
 
-class ThreefryWords(RewritePattern):
+class ThreefryWords(IdiomPattern):
     """uint64 words of jax.random (jax_threefry_partitionable=True): `(convert(b1) << 32)
     | convert(b2)` over the two outputs of one threefry2x32 call -> `b1 ^ b2`."""
 
     op_names = frozenset({"stablehlo.or"})
+    result_elements = frozenset({"ui64"})
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
         halves = _joined_halves(op)
@@ -166,7 +168,7 @@ def _unbroadcast(value: ir.Value) -> ir.Value:
     return op.operands[0]
 
 
-class ThreefryWordsOriginal(RewritePattern):
+class ThreefryWordsOriginal(IdiomPattern):
     """uint64 words of jax.random with jax_threefry_partitionable=False: threefry2x32 on
     counters iota(2n) split in halves, outputs concatenated, the two halves of that joined
     `(hi << 32) | lo` (along the last axis, with leading batch axes under vmap). x32 JAX
@@ -175,6 +177,7 @@ class ThreefryWordsOriginal(RewritePattern):
     existing call (lanes past m are not used)."""
 
     op_names = frozenset({"stablehlo.or"})
+    result_elements = frozenset({"ui64"})
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
         halves = _joined_halves(op)
@@ -221,7 +224,7 @@ class ThreefryWordsOriginal(RewritePattern):
         return True
 
 
-class XlaRandintWords(RewritePattern):
+class XlaRandintWords(IdiomPattern):
     """torch-xla's integer draws (randint, random_): 64-bit words of rng_bit_generator
     reduced `w % span`, even for int32 results (then split `(r >> 1) + (r - (r >> 1))` into
     int64). To draw exactly those numbers in 32 bits, the words are drawn as pairs of
@@ -230,6 +233,7 @@ class XlaRandintWords(RewritePattern):
     division on uint32 (span below 2**32, which it is once the bounds are int32)."""
 
     op_names = frozenset({"stablehlo.remainder"})
+    result_elements = frozenset({"ui64"})
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
         words, span = op.operands
@@ -287,7 +291,7 @@ def _remainder_of_pair(high: ir.Value, low: ir.Value, span: ir.Value) -> ir.Valu
     return r
 
 
-class RbgWideDraw(RewritePattern):
+class RbgWideDraw(IdiomPattern):
     """rng_bit_generator drawing 64-bit words (jax.random with rbg/unsafe_rbg keys under
     x64, torch-xla's int64 and float64 draws): the 32-bit programs draw uint32 words of the
     same shape from the same state. The output becomes uint32 (the state is not touched)."""
@@ -309,11 +313,13 @@ class RbgWideDraw(RewritePattern):
         return True
 
 
-class ReshapedRandomWords(RewritePattern):
+class ReshapedRandomWords(IdiomPattern):
     """Random words reshaped (jax.random reshapes its flat draw to the sample shape):
     the same reshape of the 32-bit words."""
 
     op_names = frozenset({"stablehlo.reshape"})
+    result_elements = frozenset({"ui64"})
+    follows_earlier_rules = True
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
         word = random_word(op.operands[0], rw)
@@ -330,12 +336,14 @@ def random_word(value: ir.Value, rw: Rewriter) -> ir.Value | None:
     return rw.idioms.random_words.get(value)
 
 
-class JaxFloatsFromBits(RewritePattern):
+class JaxFloatsFromBits(IdiomPattern):
     """jax.random's float64 uniforms: `bitcast(w >> 12 | bits(1.0)) : ui64 -> f64` over
     random words -> `bitcast(w32 >> 9 | 0x3F800000) : ui32 -> f32` (what `_uniform`
     traces for float32), widened back to f64 for the narrowing walk to remove."""
 
     op_names = frozenset({"stablehlo.bitcast_convert"})
+    result_elements = frozenset({"f64"})
+    follows_earlier_rules = True
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
         if element_spelling(op.results[0].type) != "f64" or element_spelling(op.operands[0].type) != "ui64":
@@ -365,12 +373,14 @@ class JaxFloatsFromBits(RewritePattern):
         return False
 
 
-class XlaFloatsFromBits(RewritePattern):
+class XlaFloatsFromBits(IdiomPattern):
     """XLA's client-library uniforms (torch-xla's rand/randn/bernoulli/dropout on float64):
     `convert(w >> 12) * 2**-52` over random words -> `convert(w32 >> 9) * 2**-23`, as the
     float32 graph computes them."""
 
     op_names = frozenset({"stablehlo.convert"})
+    result_elements = frozenset({"f64"})
+    follows_earlier_rules = True
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
         if element_spelling(op.results[0].type) != "f64":
@@ -400,13 +410,15 @@ class XlaFloatsFromBits(RewritePattern):
         return True
 
 
-class RandintMultiplier(RewritePattern):
+class RandintMultiplier(IdiomPattern):
     """jax.random.randint on 64-bit words: `m = 2**32 % span; (m * m) % span` mixes a high
     and a low word; x32 JAX mixes its 32-bit words with `2**16 % span`. Matched at the
     remainder, checked against the use it feeds: `(hi % span) * ((m * m) % span)` over
     random words."""
 
     op_names = frozenset({"stablehlo.remainder"})
+    result_elements = frozenset({"ui64"})
+    follows_earlier_rules = True
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
         wide_half, narrow_half = RNG_IDIOMS["randint_half_word"]

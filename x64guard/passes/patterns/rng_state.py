@@ -26,6 +26,7 @@ from jax.extend.mlir import ir
 
 from x64guard.findings import Severity
 from x64guard.passes.matching import element_spelling
+from x64guard.passes.idioms import IdiomPattern
 from x64guard.passes.rewriter import KEEP_TYPES, RewritePattern, Rewriter
 from x64guard.passes.tables import NARROW_ELEMENT_TYPE, RNG_STATE_REFUSE
 
@@ -93,12 +94,17 @@ def _collect_backward(value: ir.Value, chain: _Chain, seen: set) -> None:
         stack.extend(op.operands)
 
 
-class KeepRngState(RewritePattern):
-    """Keeps (or refuses, per profile) the 64-bit state of every rng_bit_generator."""
+class KeepRngState(IdiomPattern):
+    """Keeps (or refuses, per profile) the 64-bit state of every rng_bit_generator. The
+    first generator's turn decides for all of them (draws can share seed arithmetic)."""
 
-    op_names = frozenset({"builtin.module"})
+    op_names = frozenset({"stablehlo.rng_bit_generator"})
 
-    def match_and_rewrite(self, module: ir.Operation, rw: Rewriter) -> bool:
+    def match_and_rewrite(self, first: ir.Operation, rw: Rewriter) -> bool:
+        if rw.idioms.state_decided:
+            return False
+        rw.idioms.state_decided = True
+        module = rw.idioms.module
         generators: list[tuple[ir.Operation, str]] = []
         function = ["?"]
 
