@@ -30,9 +30,9 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo
 
 from x64guard.findings import Severity
+from x64guard.passes.idioms import IdiomPattern
 from x64guard.passes.matching import (convert, dense_values, element_spelling, producer, result_number,
                                       shape_of, splat, splat_value, tensor_type, users)
-from x64guard.passes.idioms import IdiomPattern
 from x64guard.passes.rewriter import Rewriter
 from x64guard.passes.tables import RNG_IDIOMS, RNG_WORD_PAIR, THREEFRY_FINGERPRINT
 

@@ -38,9 +38,10 @@ class RefuseFloat64RandomBits(RewritePattern):
         if bitcast is None:
             return False
         rw.report("rng-bits", Severity.ERROR, bitcast,
-                  "float64 random bits (uint64 mantissa or-ed with the bits of 1.0, bitcast to f64, as "
-                  "jax.random samples float64 under x64) cannot be narrowed: the result would be garbage. "
-                  "Ask jax.random for dtype=jnp.float32 in this function, or keep it in 64 bits (mode='allow')")
+                  "float64 numbers built from 64-bit words (mantissa or-ed with the bits of 1.0, bitcast to "
+                  "f64) whose source x64guard cannot trace to a random generator it knows (jax.random's "
+                  "threefry or rbg draws are rewritten as x32 JAX draws them): narrowed, the result would be "
+                  "garbage. Build them from 32-bit words (float32), or keep this module in 64 bits (mode='allow')")
         return True
 
 
@@ -84,8 +85,8 @@ class RefuseWideRandomWords(RewritePattern):
         if _bitcast_to_f64_downstream(op, rw) is not None:
             return True  # float64 sampling: reported once, at its bitcast, by RefuseFloat64RandomBits
         rw.report("rng-bits", Severity.ERROR, op,
-                  f"64-bit random words assembled from @{callee}'s 32-bit outputs (as jax.random.bits "
-                  "does for uint64) cannot be narrowed: the high word would be dropped and the stream would "
-                  "differ from JAX's 32-bit one. Ask for dtype=jnp.uint32 here, or keep it in 64 bits "
-                  "(mode='allow')")
+                  f"64-bit words assembled from @{callee}'s 32-bit outputs ((hi << 32) | lo), and @{callee} is "
+                  "not a kernel x64guard recognizes (jax.random's threefry2x32 is, by its constants): narrowed, "
+                  "the high word would be dropped. Ask for 32-bit words (dtype=jnp.uint32) here, or keep this "
+                  "module in 64 bits (mode='allow')")
         return True
