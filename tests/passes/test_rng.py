@@ -379,3 +379,19 @@ def test_allow_mode_and_check_leave_their_module_alone():
     assert "rng-floats" in kinds(result.findings)
     x64guard.check(module)
     assert str(module) == before
+
+
+def test_mode_error_accepts_the_kept_state_on_x32_only():
+    """mode='error' refuses every 64-bit use the target does not accept: the RNG state is one
+    x32 accepts, x32-strict does not."""
+    text = golden("torch_xla_randn_f32")
+    result = x64guard.narrow(text, mode="error")
+    assert "rng-state" in kinds(result.findings)
+    with pytest.raises(x64guard.X64GuardError) as info:
+        x64guard.narrow(text, mode="error", target="x32-strict")
+    assert "rng-state" in kinds(info.value.findings)
+
+
+def test_unknown_target_is_a_value_error():
+    with pytest.raises(ValueError, match="x32-strict"):
+        x64guard.narrow(golden("jax_uniform_x32"), target="x23")

@@ -25,7 +25,7 @@ from typing import Sequence
 
 from jax.extend.mlir import ir
 
-from x64guard.passes.rewriter import RewritePattern, Rewriter
+from x64guard.passes.rewriter import RewritePattern, Rewriter, walk
 
 # Ops an idiom rule may leave without uses and that the phase may then erase: side-effect
 # free, so an unused one changes nothing. (func.call is erased only when a rule says so.)
@@ -68,7 +68,6 @@ class IdiomState:
     # (the RNG seed or state; patterns/rng_state.py).
     kept_signatures: dict[str, tuple[frozenset, frozenset]] = field(default_factory=dict)
     state_decided: bool = False  # KeepRngState has run (it decides for every generator at once)
-    changed: bool = False
 
 
 class IdiomPhase:
@@ -96,8 +95,7 @@ class IdiomPhase:
                 for op, function in found:
                     if op.name in pattern.op_names:
                         rw.function = function
-                        if pattern.match_and_rewrite(op, rw):
-                            state.changed = True
+                        pattern.match_and_rewrite(op, rw)
             _erase_dead(state)
         rw.function = "?"
         return module
@@ -128,7 +126,7 @@ class IdiomPhase:
                     independent = independent or any(not p.follows_earlier_rules for p in wanted)
             return ir.WalkResult.ADVANCE
 
-        module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+        walk(module, visit)
         rw.function = "?"
         return found, independent
 
@@ -150,18 +148,34 @@ def _clone(module: ir.Module) -> ir.Module:
 
 
 def _erase_dead(state: IdiomState) -> None:
-    """Erase the ops rules left without uses, then whatever only they used."""
-    worklist = list(state.maybe_dead)
-    erased: set[ir.Operation] = set()
+    """Erase the ops rules left without uses, then whatever only they used.
+
+    First decide (every op still alive: Python objects of one op hash alike), then erase
+    users before producers. An erased op's Python objects are invalid, even for hashing,
+    so none is touched again."""
+    def erasable(op: ir.Operation) -> bool:
+        return op.name in _PURE_OPS or op in state.dead_calls
+
+    def only_used_by(op: ir.Operation, dead: set) -> bool:
+        return all(_owner(use) in dead for result in op.results for use in result.uses)
+
+    dead: set[ir.Operation] = set()
+    worklist = [op for op in state.maybe_dead if op is not None]
     while worklist:
         op = worklist.pop()
-        if op in erased:
+        if op in dead or not erasable(op) or not only_used_by(op, dead):
             continue
-        if op.name not in _PURE_OPS and op not in state.dead_calls:
-            continue
-        if any(True for result in op.results for _ in result.uses):
-            continue
-        producers = [v.owner for v in op.operands if not isinstance(v.owner, ir.Block)]
-        erased.add(op)
-        op.erase()
-        worklist.extend(p.operation for p in producers)
+        dead.add(op)
+        worklist.extend(v.owner.operation for v in op.operands if not isinstance(v.owner, ir.Block))
+    while dead:
+        ready = [op for op in dead if not any(True for result in op.results for _ in result.uses)]
+        if not ready:
+            return  # cannot happen in SSA form; leave the rest to the narrowing walk
+        for op in ready:
+            dead.discard(op)
+            op.erase()
+
+
+def _owner(use) -> ir.Operation:
+    owner = use.owner
+    return owner.operation if hasattr(owner, "operation") else owner
