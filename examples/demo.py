@@ -33,8 +33,14 @@ def simulate(positions, velocities, steps):
 
 
 def randomized(key, x):
-    """Float64 random numbers: x64guard refuses these rather than return garbage."""
-    return x + jax.random.normal(key, x.shape, dtype=jnp.float64)
+    """Float64 random numbers: x64guard draws what JAX draws with x64 off."""
+    return x + jax.random.uniform(key, x.shape)  # float64 under x64
+
+
+def hand_made_floats(bits):
+    """Float64 numbers built from 64-bit words x64guard cannot trace to a generator:
+    narrowed, they would be garbage, so x64guard refuses them."""
+    return jax.lax.bitcast_convert_type((bits >> np.uint64(12)) | np.uint64(0x3FF0000000000000), jnp.float64)
 
 
 def trace_x64(fn, *args) -> str:
@@ -81,10 +87,18 @@ def main() -> None:
         print(f"   {str(got.dtype):8} {np.array2string(got, precision=6):40} "
               f"{'bit-identical to x32 JAX' if same else 'DIFFERS from x32 JAX: ' + str(want)}")
 
-    print("\n== 4. what x64guard refuses: float64 random numbers")
+    print("\n== 4. random numbers: jax.random's float64 draws become x32 JAX's draws")
     key = np.array([0, 7], dtype=np.uint32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", x64guard.X64GuardWarning)
+        drawn = x64guard.narrow(trace_x64(randomized, key, positions))
+    executable, device = compile_stablehlo(drawn.text)
+    (got,) = run_compiled(executable, device, (key, positions.astype(np.float32)))
+    want = np.asarray(jax.jit(randomized)(key, positions.astype(np.float32)))
+    print(f"   uniform draws {'have the same bits as x32 JAX' if got.tobytes() == want.tobytes() else 'DIFFER'}; "
+          f"rewritten: {sorted({f.kind for f in drawn.findings if f.kind.startswith('rng')})}")
     try:
-        x64guard.narrow(trace_x64(randomized, key, positions))
+        x64guard.narrow(trace_x64(hand_made_floats, np.arange(4, dtype=np.uint64)))
     except x64guard.X64GuardError as error:
         for finding in error.findings:
             print(f"   refused: {finding}")

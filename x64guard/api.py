@@ -16,7 +16,8 @@ from x64guard.errors import X64GuardError, X64GuardWarning
 from x64guard.findings import Finding, Report, Severity, errors, format_findings
 from x64guard.modes import Mode, resolve_mode, resolve_overflow
 from x64guard.passes import NarrowX64Pass
-from x64guard.passes.check import check_target
+from x64guard.passes.check import check_target, profile_for
+from x64guard.passes.tables import DEFAULT_TARGET
 
 ModuleLike = "str | bytes | os.PathLike | ir.Module"
 
@@ -53,7 +54,7 @@ class NarrowResult:
 
 
 def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: str = "error",
-           trusted: bool = False, dtype_constants: bool = True) -> NarrowResult:
+           trusted: bool = False, dtype_constants: bool = True, target: str = DEFAULT_TARGET) -> NarrowResult:
     """Narrow i64/ui64/f64/complex<f64> to i32/ui32/f32/complex<f32>, as JAX does when it
     traces with x64 off, or refuse with `X64GuardError` naming every reason.
 
@@ -66,14 +67,19 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
     dtype_constants: float64 constants that are finfo(float64) expressions (eps, 1 - eps,
     tiny, nextafter(-1, 0), ...) become float32's, as JAX computes them with x64 off, each
     an `info` finding (docs/constants.md); False rounds them like any other value.
+    target: the profile narrowed for (`x64guard.passes.tables.TARGET_PROFILES`): on x32
+    (default) the RNG state of rng_bit_generator (jax.random rbg keys, torch-xla) stays
+    64-bit, on x32-strict such draws are refused.
     Input x64guard cannot read raises ValueError ("x64guard: ...").
     """
     resolved = resolve_mode(mode)
     policy = resolve_overflow(overflow).value
+    profile = profile_for(target)
     working, source_format = mlir.load(module, trusted=trusted)
     dry_run = resolved is not Mode.WARN
     with _unreadable_as_value_error("narrow"):
-        result = NarrowX64Pass(overflow=policy, dry_run=dry_run, dtype_constants=dtype_constants).apply(working)
+        result = NarrowX64Pass(overflow=policy, dry_run=dry_run, dtype_constants=dtype_constants,
+                               profile=profile).apply(working)
     out = NarrowResult(working, result.findings + _format_findings(source_format, result.changes),
                        result.changes, resolved, source_format)
 
@@ -117,7 +123,7 @@ def _as_refused_use(finding: Finding) -> Finding:
                                message=f"64-bit types ({types}); mode='error' refuses them")
 
 
-def check(module: ModuleLike, *, target: str = "x32", trusted: bool = False) -> Report:
+def check(module: ModuleLike, *, target: str = DEFAULT_TARGET, trusted: bool = False) -> Report:
     """No rewrite: every 64-bit use and every blocker for `target`, as findings.
     `trusted` as for `narrow`."""
     working, _ = mlir.load(module, trusted=trusted)

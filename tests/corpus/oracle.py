@@ -77,6 +77,18 @@ def has_64bit_type(text: str) -> bool:
     return bool(_WIDE_TYPE_RE.search(body))
 
 
+# The RNG state of rng_bit_generator (u64[2] / u64[3] by definition) is the one 64-bit value
+# the x32 target keeps: JAX's own x32 programs hold it for every rbg/unsafe_rbg draw, in the
+# generator and in the bitcasts between it and the uint32[4] key.
+_RNG_STATE_TYPE = re.compile(r"tensor<[23]xui64>")
+_RNG_STATE_OPS = ("stablehlo.rng_bit_generator", "stablehlo.bitcast_convert")
+
+
+def is_rng_state_line(line: str) -> bool:
+    """A line whose only 64-bit types are the RNG state, in an op that holds it."""
+    return any(op in line for op in _RNG_STATE_OPS) and not has_64bit_type(_RNG_STATE_TYPE.sub(" ", line))
+
+
 def _wide_lines(text: str) -> list[str]:
     out = []
     for line in text.splitlines():
@@ -316,9 +328,10 @@ def check_case(case: "programs.Case", narrow: Callable, error_type: type | None 
     narrowed = result.text if hasattr(result, "text") else str(result)
     outcome.narrowed_text = narrowed
     outcome.result = result
-    assert not has_64bit_type(narrowed), (
-        f"{case.name}: the narrowed module still has 64-bit value types: "
-        + "; ".join(_wide_lines(narrowed)[:3]))
+    wide = [line for line in _wide_lines(narrowed) if not is_rng_state_line(line)]
+    assert not wide, (
+        f"{case.name}: the narrowed module still has 64-bit value types (besides the RNG state): "
+        + "; ".join(wide[:3]))
 
     args32 = [to32(a) for a in args]
     try:

@@ -1638,20 +1638,16 @@ CASES: list[Case] = [
          expect="constant-overflow", op="stablehlo.constant"),
     Case("refuse_float_constant_neg_1e39", lambda x: x - 1e39, lambda: (f64(4),),
          expect="constant-overflow", op="stablehlo.constant"),
-    Case("refuse_random_uniform_f64", _random_uniform, lambda: (key32(),),
-         expect="rng-bits|constant-out-of-range"),
-    Case("refuse_random_normal_f64", _random_normal, lambda: (key32(),),
-         expect="rng-bits|constant-out-of-range"),
-    Case("refuse_random_randint_i64", _random_randint, lambda: (key32(),),
-         expect="rng-bits|constant-out-of-range"),
-    Case("refuse_random_bits_u64", _random_bits_u64, lambda: (key32(),),
-         expect="rng-bits|constant-out-of-range|shift-by-width"),
-    Case("refuse_random_bernoulli_f64_p", _random_bernoulli_python_p, lambda: (key32(),),
-         expect="rng-bits|constant-out-of-range|shift-by-width"),
-    Case("refuse_rng_bit_generator", _rng_bit_generator, lambda: (key4_32(),),
-         expect="rng-state", op="stablehlo.rng_bit_generator"),
-    Case("refuse_rng_bit_generator_u64", _rng_bit_generator_u64, lambda: (key4_32(),),
-         expect="rng-state", op="stablehlo.rng_bit_generator"),
+    # (formerly refused: x64guard now rewrites jax.random's 64-bit idioms into x32's and keeps
+    # the RNG state on the x32 target; tests/corpus/random_programs.py has the full matrix)
+    Case("random_uniform_f64", _random_uniform, lambda: (key32(),)),
+    Case("random_normal_f64", _random_normal, lambda: (key32(),)),
+    Case("random_randint_i64", _random_randint, lambda: (key32(),)),
+    Case("random_bits_u64", _random_bits_u64, lambda: (key32(),)),
+    Case("random_bernoulli_f64_p", _random_bernoulli_python_p, lambda: (key32(),)),
+    Case("rng_bit_generator_state_kept", _rng_bit_generator, lambda: (key4_32(),)),
+    Case("rng_bit_generator_u64", _rng_bit_generator_u64, lambda: (key4_32(),),
+         note="uint64 words are uint32 words in x32 JAX, drawn from the same state"),
     Case("refuse_bitcast_f64_to_u32_pairs", lambda x: lax.bitcast_convert_type(x, jnp.uint32),
          lambda: (f64(4),), expect="bitcast-width", op="stablehlo.bitcast_convert"),
     Case("refuse_bitcast_i64_to_f32_pairs", lambda n: lax.bitcast_convert_type(n, jnp.float32),
@@ -1726,4 +1722,9 @@ _check_unique_names()
 from tests.corpus import library_constants  # noqa: E402  (builds its cases from Case, above)
 
 CASES += library_constants.cases()
+
+# jax.random programs (every sampler, key kind and transformation): their own module.
+from .random_programs import RANDOM_CASES  # noqa: E402
+
+CASES += RANDOM_CASES
 _check_unique_names()

@@ -72,3 +72,36 @@ def test_multiples_are_bounded_away_from_user_literals():
     assert dtype_constant(65537 * eps) is None and dtype_constant(1025 * tiny) is None
     for literal in (2.0**-32, 2.0**-24, 1e-13, 1e-12, 1e-15, 0.0, 1.0, -1.0, 0.5, np.inf, np.nan, 1.5 * eps):
         assert dtype_constant(literal) is None, literal
+
+
+def test_strict_profile_refuses_the_rng_state_and_reports_exact_idioms():
+    from x64guard.passes.tables import RNG_STATE_KEEP, RNG_STATE_REFUSE
+    assert TARGET_PROFILES["x32"].rng_state == RNG_STATE_KEEP and TARGET_PROFILES["x32"].exact_idioms_are_info
+    strict = TARGET_PROFILES["x32-strict"]
+    assert strict.rng_state == RNG_STATE_REFUSE and not strict.exact_idioms_are_info and not strict.allow_64bit
+
+
+def test_random_idiom_constants_are_what_jax_computes():
+    """The table's x64/x32 constants, recomputed the way jax/_src/random/core.py does."""
+    import numpy as np
+
+    from x64guard.passes.tables import RNG_IDIOMS
+    f64, f32 = np.finfo(np.float64), np.finfo(np.float32)
+    assert RNG_IDIOMS["float_shift"] == (64 - f64.nmant, 32 - f32.nmant)
+    assert RNG_IDIOMS["float_one_bits"] == (int(np.array(1.0, np.float64).view(np.uint64)),
+                                            int(np.array(1.0, np.float32).view(np.uint32)))
+    assert RNG_IDIOMS["float_scale"] == (2.0 ** -f64.nmant, 2.0 ** -f32.nmant)
+    assert RNG_IDIOMS["randint_half_word"] == (2 ** (64 // 2), 2 ** (32 // 2))
+
+
+def test_threefry_fingerprint_is_jax_kernels():
+    """The constants x64guard recognizes the kernel by are in JAX's threefry source."""
+    import inspect
+
+    from jax._src.random import threefry2x32
+
+    from x64guard.passes.tables import THREEFRY_FINGERPRINT
+    source = inspect.getsource(threefry2x32)
+    assert "0x1BD11BDA" in source
+    for rotations in THREEFRY_FINGERPRINT[1:]:
+        assert str(list(rotations)) in source

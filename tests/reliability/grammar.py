@@ -762,8 +762,8 @@ op("random_fold_in", 1, INT,
 op("random_permutation", 1, ANY, lambda p, x: jax.random.permutation(_key(p["seed"]), x, axis=0),
    "jax.random.permutation(key({seed}), {0}, axis=0)", _p_seed, min_ndim=1, weight=1)
 # A key made from a Python int inside the x64 trace: threefry_seed masks the int64 seed with
-# 0xFFFFFFFF, an int64 constant int32 cannot hold, so x64guard refuses (constant-out-of-range;
-# with overflow='wrap' the result would be x32 JAX's). A hazard: refused, or identical.
+# 0xFFFFFFFF, an int64 constant int32 cannot hold; x64guard knows the idiom (the mask is -1 in
+# int32, as x32 JAX traces it) and narrows it. A hazard: refused, or identical.
 op("random_prng_key", 1, ANY, lambda p, x: jax.random.bits(jax.random.PRNGKey(p["seed"]), x.shape, jnp.uint32),
    "jax.random.bits(jax.random.PRNGKey({seed}), {0}.shape, jnp.uint32)  # refused: seed mask", _p_seed,
    hazard=True, weight=1)

@@ -17,5 +17,7 @@ def test_torch_xla_example():
     assert out.count("same tags as eager float64 on the CPU: True") == 1 and "same tags: True" in out
     assert "64-bit types in the HLO torch-xla runs: none" in out
     assert "input L['ids']: value 1099511627776 does not fit in int32" in out
-    assert "['rng-state']" in out
+    # Random numbers drawn in the graph are refused: by the core's rng-state finding before it
+    # kept torch-xla's RNG state on the x32 target, by the front end's own seed check since.
+    assert "['rng-state']" in out or "refused:      x64guard.torch_xla: this graph draws random numbers" in out
     assert "x32 check of the narrowed StableHLO: ok" in out

@@ -1,8 +1,10 @@
 """`check`: what a module would bring to a target, without rewriting it.
 
-The narrowing pass runs as a dry run (its findings are exactly what `narrow` would do
-and refuse); the target profile (a row of `tables.TARGET_PROFILES`) then decides which
-findings the target cannot accept and adds its own rules (complex types, custom_calls).
+The narrowing pass runs as a dry run for the target's profile (its findings are exactly
+what `narrow(..., target=...)` would do and refuse: on `x32` JAX's exact 64-bit idioms are
+info and the RNG state is kept); the profile (a row of `tables.TARGET_PROFILES`) then
+decides which findings the target cannot accept and adds its own rules (complex types,
+custom_calls).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ def profile_for(target: str) -> TargetProfile:
 def check_target(module: ir.Module, target: str) -> Report:
     profile = profile_for(target)
     findings = []
-    for f in NarrowX64Pass(dry_run=True).apply(module).findings:
+    for f in NarrowX64Pass(dry_run=True, profile=profile).apply(module).findings:
         if f.kind == "type-narrowed" and not profile.allow_64bit:
             f = dataclasses.replace(
                 f, kind="type-64bit", severity=Severity.ERROR,

@@ -16,14 +16,21 @@ from jax.extend.mlir import ir
 
 from x64guard.findings import Finding, Severity
 from x64guard.passes.locations import LocationNames
+from x64guard.passes.tables import DEFAULT_TARGET, TARGET_PROFILES, TargetProfile
 from x64guard.passes.types import TypeConverter
+
+
+# What `match_and_rewrite` returns when the op must keep its types: the generic type
+# conversion is skipped too (the RNG state, which a target profile keeps 64-bit).
+KEEP_TYPES = "keep-types"
 
 
 class RewritePattern(abc.ABC):
     """Rewrites the ops named in `op_names`. One job per pattern.
 
     `match_and_rewrite` returns True when it has dealt with the op completely: later
-    named patterns for that op are skipped (the generic type conversion still runs).
+    named patterns for that op are skipped (the generic type conversion still runs;
+    `KEEP_TYPES` skips that too).
     Patterns see operands already narrowed (the walk is pre-order) and results not yet;
     `rewriter.result_types` holds the op's result types, fetched once per op.
     """
@@ -38,8 +45,10 @@ class RewritePattern(abc.ABC):
 class Rewriter:
     """State shared by the patterns during one application of a pass."""
 
-    def __init__(self, context: ir.Context, *, overflow: str, dry_run: bool = False):
+    def __init__(self, context: ir.Context, *, overflow: str, dry_run: bool = False,
+                 profile: "TargetProfile | None" = None):
         self.context = context
+        self.profile = profile or TARGET_PROFILES[DEFAULT_TARGET]
         self.converter = TypeConverter(context)
         self.overflow = overflow
         # In a dry run (mode allow, `check`) patterns report but leave the module alone.
@@ -76,6 +85,12 @@ class Rewriter:
             if before is not None:
                 return before
         return value.type
+        # Set by the idiom phase (passes/idioms.py), read by the narrowing walk: ops whose
+        # types stay as they are (the RNG state a profile keeps), ops no named pattern needs
+        # to look at (their idiom is already reported), and the per-run state of the idioms.
+        self.kept_ops: set[ir.Operation] = set()
+        self.claimed_ops: set[ir.Operation] = set()
+        self.idioms = None
 
     # --- where -----------------------------------------------------------------
     def where(self, op: ir.Operation) -> str:

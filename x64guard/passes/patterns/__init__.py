@@ -5,13 +5,34 @@ from x64guard.passes.patterns.casts import NarrowBitcastConvert, NarrowReducePre
 from x64guard.passes.patterns.shifts import WarnShiftByWidth
 from x64guard.passes.patterns.composites import RestoreChloComposite
 from x64guard.passes.patterns.constants import NarrowCleanSplat, NarrowConstant
+from x64guard.passes.patterns.counters import CounterSplit, LowWordMask
 from x64guard.passes.patterns.custom_calls import NarrowCustomCall
 from x64guard.passes.patterns.dtype_constants import ReplaceDtypeConstants
 from x64guard.passes.patterns.generic import ConvertOpTypes
-from x64guard.passes.patterns.rng import RefuseFloat64RandomBits, RefuseRngBitGenerator, RefuseWideRandomWords
+from x64guard.passes.patterns.random_bits import (JaxFloatsFromBits, RandintMultiplier, RbgWideDraw,
+                                                  ReshapedRandomWords, ThreefryWords, ThreefryWordsOriginal,
+                                                  XlaFloatsFromBits, XlaRandintWords)
+from x64guard.passes.patterns.rng import RefuseFloat64RandomBits, RefuseWideRandomWords
+from x64guard.passes.patterns.rng_state import KeepRngState, KeepStateSignature
 
-# Named rules run before the generic conversion of the same op, in this order; the first
-# that deals with an op completely ends the named rules for it.
+# Phase 1 (passes/idioms.py): idioms rewritten into the form x32 JAX traces, each rule over
+# the whole module in this order (floats and randint read the words the first rules make).
+IDIOM_PATTERNS = (
+    XlaRandintWords(),
+    RbgWideDraw(),
+    ThreefryWords(),
+    ThreefryWordsOriginal(),
+    ReshapedRandomWords(),
+    JaxFloatsFromBits(),
+    XlaFloatsFromBits(),
+    RandintMultiplier(),
+    CounterSplit(),
+    LowWordMask(),
+    KeepRngState(),
+)
+
+# Phase 2: named rules run before the generic conversion of the same op, in this order;
+# the first that deals with an op completely ends the named rules for it.
 SPECIAL_PATTERNS = (
     RefuseFloat64RandomBits(),
     NarrowCleanSplat(),
@@ -21,11 +42,11 @@ SPECIAL_PATTERNS = (
     NarrowBitcastConvert(),
     NarrowReducePrecision(),
     NarrowCustomCall(),
-    RefuseRngBitGenerator(),
     RefuseWideRandomWords(),
     WarnShiftByWidth(),
     RestoreChloComposite(),
     NarrowCheckExpectation(),
+    KeepStateSignature(),
 )
 
-__all__ = ["SPECIAL_PATTERNS", "ConvertOpTypes"]
+__all__ = ["IDIOM_PATTERNS", "SPECIAL_PATTERNS", "ConvertOpTypes"]

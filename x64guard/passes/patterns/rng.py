@@ -1,4 +1,5 @@
-"""Random numbers: the two 64-bit idioms that narrowing would turn into garbage."""
+"""Random numbers: refusals of the 64-bit idioms no rule of patterns/random_bits.py
+recognized (their source is not a known generator): narrowed blindly they would be garbage."""
 
 from __future__ import annotations
 
@@ -10,25 +11,6 @@ from x64guard.passes.tables import CONSTANT_OPS, FLOAT64_ONE_BITS, RNG_KERNEL_FU
 
 # How far from the 1.0-bits constant the bitcast may be: broadcast_in_dim -> or -> bitcast.
 _IDIOM_DEPTH = 4
-
-
-class RefuseRngBitGenerator(RewritePattern):
-    """rng_bit_generator's state is 64-bit words by definition (THREE_FRY: 2xui64): a
-    ui32 state is a different generator, not a narrowed one."""
-
-    op_names = frozenset({"stablehlo.rng_bit_generator"})
-
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        types = [op.operands[0].type] + list(rw.result_types)
-        if all(rw.converter.convert(t) is None for t in types):
-            return False
-        rw.report("rng-state", Severity.ERROR, op,
-                  f"rng_bit_generator with state {types[0]} cannot be narrowed: its state and "
-                  "output are 64-bit words by definition and a 32-bit state is a different generator. "
-                  "Use jax.random's default threefry implementation with 32-bit outputs "
-                  "(jax.random.bits(key, dtype=jnp.uint32), dtype=jnp.float32 samplers), or keep this "
-                  "module in 64 bits (mode='allow')")
-        return True
 
 
 class RefuseFloat64RandomBits(RewritePattern):
@@ -56,9 +38,10 @@ class RefuseFloat64RandomBits(RewritePattern):
         if bitcast is None:
             return False
         rw.report("rng-bits", Severity.ERROR, bitcast,
-                  "float64 random bits (uint64 mantissa or-ed with the bits of 1.0, bitcast to f64, as "
-                  "jax.random samples float64 under x64) cannot be narrowed: the result would be garbage. "
-                  "Ask jax.random for dtype=jnp.float32 in this function, or keep it in 64 bits (mode='allow')")
+                  "float64 numbers built from 64-bit words (mantissa or-ed with the bits of 1.0, bitcast to "
+                  "f64) whose source x64guard cannot trace to a random generator it knows (jax.random's "
+                  "threefry or rbg draws are rewritten as x32 JAX draws them): narrowed, the result would be "
+                  "garbage. Build them from 32-bit words (float32), or keep this module in 64 bits (mode='allow')")
         return True
 
 
@@ -102,8 +85,8 @@ class RefuseWideRandomWords(RewritePattern):
         if _bitcast_to_f64_downstream(op, rw) is not None:
             return True  # float64 sampling: reported once, at its bitcast, by RefuseFloat64RandomBits
         rw.report("rng-bits", Severity.ERROR, op,
-                  f"64-bit random words assembled from @{callee}'s 32-bit outputs (as jax.random.bits "
-                  "does for uint64) cannot be narrowed: the high word would be dropped and the stream would "
-                  "differ from JAX's 32-bit one. Ask for dtype=jnp.uint32 here, or keep it in 64 bits "
-                  "(mode='allow')")
+                  f"64-bit words assembled from @{callee}'s 32-bit outputs ((hi << 32) | lo), and @{callee} is "
+                  "not a kernel x64guard recognizes (jax.random's threefry2x32 is, by its constants): narrowed, "
+                  "the high word would be dropped. Ask for 32-bit words (dtype=jnp.uint32) here, or keep this "
+                  "module in 64 bits (mode='allow')")
         return True

@@ -1,0 +1,181 @@
+"""Phase 1 of the pass: 64-bit idioms whose 32-bit meaning is not their narrowed types.
+
+JAX's x64 random numbers are the main case: `(hi << 32) | lo` words, floats made by
+or-ing mantissa bits into the bits of 1.0, randint's `2**32 % span` multiplier. Narrowed
+type by type they become garbage; JAX's x32 program draws the same counters through the
+same kernel and builds its numbers with other constants (`hi ^ lo`, `>> 9 | 0x3F800000`,
+`2**16 % span`). Each rule here is a `RewritePattern` anchored at the op that ends its
+idiom (the use-def chain is walked backwards from there) that rewrites the still-64-bit
+module in place into the form x32 JAX traces, bridged by converts the narrowing walk then
+removes. Rules run one after another over the whole module, so a rule sees what earlier
+rules made (floats are built from the words the word rule produced).
+
+The phase also decides what keeps its 64-bit type (the RNG state, per target profile):
+`Rewriter.kept_ops`, which the narrowing walk leaves alone.
+
+A dry run (`check`, mode allow) must not change its module: when any rule could apply,
+the phase works on a clone and hands the clone to the narrowing walk.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from jax.extend.mlir import ir
+
+from x64guard.passes.rewriter import RewritePattern, Rewriter, walk
+
+# Ops an idiom rule may leave without uses and that the phase may then erase: side-effect
+# free, so an unused one changes nothing. (func.call is erased only when a rule says so.)
+_PURE_OPS = frozenset({
+    "stablehlo.constant", "stablehlo.broadcast_in_dim", "stablehlo.convert", "stablehlo.bitcast_convert",
+    "stablehlo.shift_left", "stablehlo.shift_right_logical", "stablehlo.or", "stablehlo.xor",
+    "stablehlo.and", "stablehlo.slice", "stablehlo.concatenate", "stablehlo.reshape", "stablehlo.iota",
+    "stablehlo.multiply", "stablehlo.add", "stablehlo.remainder", "stablehlo.select", "stablehlo.compare",
+})
+
+
+class IdiomPattern(RewritePattern):
+    """A rule of the idiom phase."""
+
+    # Element types of the anchor's first result the rule can match (None: any): a cheap
+    # filter for the walk that collects anchors.
+    result_elements: frozenset[str] | None = None
+    # True for rules that only rewrite what earlier rules made (floats from their words):
+    # such anchors alone never make a dry run clone its module.
+    follows_earlier_rules: bool = False
+
+
+@dataclass
+class IdiomState:
+    """What one application of the phase knows; lives on `Rewriter.idioms`."""
+
+    module: ir.Operation | None = None
+    # name -> func.func, for rules that look into a callee (is it the threefry kernel?).
+    functions: dict[str, ir.Operation] = field(default_factory=dict)
+    # Facts about callees, computed once per name (see patterns/random_bits.py).
+    callee_facts: dict[tuple[str, str], bool] = field(default_factory=dict)
+    # A 64-bit random word (a value of the x64 program) -> the 32-bit word x32 JAX draws
+    # in its place. Words come from the rules that recognized their source.
+    random_words: dict[ir.Value, ir.Value] = field(default_factory=dict)
+    # Ops a rule replaced or bypassed: erased after the phase if nothing uses them.
+    maybe_dead: list[ir.Operation] = field(default_factory=list)
+    # func.call ops a rule bypassed (pure kernel calls): erasable like the ops above.
+    dead_calls: set[ir.Operation] = field(default_factory=set)
+    # Public function name -> (argument numbers, result numbers) that keep a 64-bit type
+    # (the RNG seed or state; patterns/rng_state.py).
+    kept_signatures: dict[str, tuple[frozenset, frozenset]] = field(default_factory=dict)
+    state_decided: bool = False  # KeepRngState has run (it decides for every generator at once)
+
+
+class IdiomPhase:
+    """Applies the idiom rules, in order, to every op they anchor at."""
+
+    def __init__(self, patterns: Sequence[IdiomPattern]):
+        self._patterns = tuple(patterns)
+        self._by_anchor: dict[str, list[IdiomPattern]] = {}
+        for pattern in self._patterns:
+            for name in pattern.op_names:
+                self._by_anchor.setdefault(name, []).append(pattern)
+
+    def apply(self, module: ir.Module, rw: Rewriter) -> ir.Module:
+        """Rewrite the idioms of `module` (of a clone of it in a dry run); returns the
+        module the narrowing walk must read."""
+        found, independent = self._anchored_ops(module, rw)
+        if not independent:
+            return module  # nothing a rule could start from
+        if rw.dry_run:
+            module = _clone(module)
+            found, _ = self._anchored_ops(module, rw)
+        rw.idioms = state = IdiomState(module=module.operation, functions=_functions(module))
+        with module.context, ir.Location.unknown(module.context):
+            for pattern in self._patterns:
+                for op, function in found:
+                    if op.name in pattern.op_names:
+                        rw.function = function
+                        pattern.match_and_rewrite(op, rw)
+            _erase_dead(state)
+        rw.function = "?"
+        return module
+
+    def _anchored_ops(self, module: ir.Module, rw: Rewriter) -> tuple[list[tuple[ir.Operation, str]], bool]:
+        """(op, enclosing function) for every op some rule may match, in walk order, and
+        whether any rule that needs no earlier rewrite may match. Call sites are recorded on
+        the way, so that findings in JAX's private functions name the user's line that
+        called them."""
+        by_anchor = self._by_anchor
+        element = rw.converter.element_spelling
+        found: list[tuple[ir.Operation, str]] = []
+        independent = False
+
+        def visit(op: ir.Operation) -> ir.WalkResult:
+            nonlocal independent
+            name = op.name
+            if name == "func.func":
+                rw.function = ir.StringAttr(op.attributes["sym_name"]).value
+            elif name == "func.call":
+                rw.record_call(op)
+            patterns = by_anchor.get(name)
+            if patterns is not None:
+                spelling = element(op.results[0].type) if len(op.results) else None
+                wanted = [p for p in patterns if p.result_elements is None or spelling in p.result_elements]
+                if wanted:
+                    found.append((op, rw.function))
+                    independent = independent or any(not p.follows_earlier_rules for p in wanted)
+            return ir.WalkResult.ADVANCE
+
+        walk(module, visit)
+        rw.function = "?"
+        return found, independent
+
+
+def _functions(module: ir.Module) -> dict[str, ir.Operation]:
+    out = {}
+    for op in module.body.operations:
+        op = op.operation
+        if op.name == "func.func" and "sym_name" in op.attributes:
+            out[ir.StringAttr(op.attributes["sym_name"]).value] = op
+    return out
+
+
+def _clone(module: ir.Module) -> ir.Module:
+    """A copy in the same context (bytecode keeps locations; cheap next to a parse of text)."""
+    buffer = io.BytesIO()
+    module.operation.write_bytecode(buffer)
+    return ir.Module.parse(buffer.getvalue(), context=module.context)
+
+
+def _erase_dead(state: IdiomState) -> None:
+    """Erase the ops rules left without uses, then whatever only they used.
+
+    First decide (every op still alive: Python objects of one op hash alike), then erase
+    users before producers. An erased op's Python objects are invalid, even for hashing,
+    so none is touched again."""
+    def erasable(op: ir.Operation) -> bool:
+        return op.name in _PURE_OPS or op in state.dead_calls
+
+    def only_used_by(op: ir.Operation, dead: set) -> bool:
+        return all(_owner(use) in dead for result in op.results for use in result.uses)
+
+    dead: set[ir.Operation] = set()
+    worklist = [op for op in state.maybe_dead if op is not None]
+    while worklist:
+        op = worklist.pop()
+        if op in dead or not erasable(op) or not only_used_by(op, dead):
+            continue
+        dead.add(op)
+        worklist.extend(v.owner.operation for v in op.operands if not isinstance(v.owner, ir.Block))
+    while dead:
+        ready = [op for op in dead if not any(True for result in op.results for _ in result.uses)]
+        if not ready:
+            return  # cannot happen in SSA form; leave the rest to the narrowing walk
+        for op in ready:
+            dead.discard(op)
+            op.erase()
+
+
+def _owner(use) -> ir.Operation:
+    owner = use.owner
+    return owner.operation if hasattr(owner, "operation") else owner

@@ -1,0 +1,472 @@
+"""Random numbers: the 64-bit idioms of jax.random and torch-xla, rewritten into the
+32-bit ones JAX (or torch-xla) traces for the same call with 64-bit types off.
+
+Rules of the idiom phase (`passes/idioms.py`), in the order they run:
+
+* `XlaRandintWords`: torch-xla's randint reduces 64-bit words `% span` (for int32
+  results too): drawn as uint32 pairs, reduced exactly by long division in 32 bits.
+* `RbgWideDraw`: any other 64-bit draw of `rng_bit_generator` (JAX's rbg keys, torch-xla) draws
+  32-bit words from the same state instead, as the 32-bit programs do.
+* `ThreefryWords`: `(convert(b1) << 32) | convert(b2)` over one threefry2x32 call
+  (jax_threefry_partitionable=True) becomes `b1 ^ b2`: the same kernel on the same
+  counters, combined as x32 JAX combines them.
+* `ThreefryWordsOriginal`: the same for jax_threefry_partitionable=False, where x32 JAX
+  feeds the kernel other counters (half as many): the kernel is called again on those.
+* `ReshapedRandomWords`: words reshaped to the sample shape are words too.
+* `JaxFloatsFromBits`: `bitcast(w >> 12 | bits(1.0)) : f64` becomes
+  `bitcast(w >> 9 | 0x3F800000) : f32` (jax.random's uniform floats).
+* `XlaFloatsFromBits`: `convert(w >> 12) * 2**-52` becomes `convert(w >> 9) * 2**-23`
+  (the uniform floats of XLA's client library, which torch-xla emits).
+* `RandintMultiplier`: randint's `2**32 % span` becomes `2**16 % span`.
+
+Floats and randint only use words one of the first three rules produced (`random_words`):
+a 64-bit word whose source is not a recognized generator is left alone, and stays refused
+by the refusal rules of patterns/rng.py.
+"""
+
+from __future__ import annotations
+
+from jax.extend.mlir import ir
+from jax.extend.mlir.dialects import stablehlo
+
+from x64guard.findings import Severity
+from x64guard.passes.idioms import IdiomPattern
+from x64guard.passes.matching import (convert, dense_values, element_spelling, producer, result_number,
+                                      shape_of, splat, splat_value, tensor_type, users)
+from x64guard.passes.rewriter import Rewriter
+from x64guard.passes.tables import RNG_IDIOMS, RNG_WORD_PAIR, THREEFRY_FINGERPRINT
+
+_WIDE_WORDS = ("ui64",)
+_NARROW_WORD = "ui32"
+
+
+# ---- recognizing sources of random bits ------------------------------------------------
+
+def is_threefry_call(op: ir.Operation | None, rw: Rewriter) -> bool:
+    """A func.call of a function that is the Threefry-2x32 kernel: two uint32 keys, two
+    uint32 counter arrays in, two uint32 arrays out, and a body holding Threefry's key
+    schedule parity constant and rotation tables (what `jax.random` lowers it to)."""
+    if op is None or op.name != "func.call" or len(op.operands) != 4 or len(op.results) != 2:
+        return False
+    if any(element_spelling(v.type) != "ui32" for v in list(op.operands) + list(op.results)):
+        return False
+    callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+    facts = rw.idioms.callee_facts
+    key = ("threefry2x32", callee)
+    if key not in facts:
+        function = rw.idioms.functions.get(callee)
+        facts[key] = function is not None and _holds_fingerprint(function)
+    return facts[key]
+
+
+def _holds_fingerprint(function: ir.Operation) -> bool:
+    wanted = set(THREEFRY_FINGERPRINT)
+    seen: set = set()
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "stablehlo.constant" and element_spelling(op.results[0].type) == "ui32":
+            values = dense_values(op.results[0])
+            if values is not None:
+                seen.add(tuple(int(v) for v in values))
+        return ir.WalkResult.ADVANCE
+
+    function.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return wanted <= seen
+
+
+def _joined_halves(op: ir.Operation) -> tuple[ir.Value, ir.Value] | None:
+    """(hi, lo) of `(convert(hi) << 32) | convert(lo)` with hi, lo uint32, or None."""
+    if element_spelling(op.results[0].type) not in _WIDE_WORDS or len(op.operands) != 2:
+        return None
+    for shifted, low in (tuple(op.operands), tuple(reversed(list(op.operands)))):
+        shift = producer(shifted, "stablehlo.shift_left")
+        low_convert = producer(low, "stablehlo.convert")
+        if shift is None or low_convert is None or splat_value(shift.operands[1]) != RNG_IDIOMS["word_shift"][0]:
+            continue
+        high_convert = producer(shift.operands[0], "stablehlo.convert")
+        if high_convert is None:
+            continue
+        hi, lo = high_convert.operands[0], low_convert.operands[0]
+        if element_spelling(hi.type) == element_spelling(lo.type) == _NARROW_WORD:
+            return hi, lo
+    return None
+
+
+def _register_word(op: ir.Operation, rw: Rewriter, word32: ir.Value) -> None:
+    """`op`'s 64-bit words are replaced by x32's `word32`, widened for the 64-bit module."""
+    with ir.InsertionPoint(op), op.location:
+        wide = convert(word32, element_spelling(op.results[0].type))
+    op.results[0].replace_all_uses_with(wide)
+    rw.idioms.random_words[wide] = word32
+    rw.idioms.maybe_dead.append(op)
+
+
+class ThreefryWords(IdiomPattern):
+    """uint64 words of jax.random (jax_threefry_partitionable=True): `(convert(b1) << 32)
+    | convert(b2)` over the two outputs of one threefry2x32 call -> `b1 ^ b2`."""
+
+    op_names = frozenset({"stablehlo.or"})
+    result_elements = frozenset({"ui64"})
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        halves = _joined_halves(op)
+        if halves is None:
+            return False
+        hi, lo = halves
+        kernel = producer(hi)
+        if kernel is None or kernel != producer(lo) or (result_number(hi), result_number(lo)) != (0, 1):
+            return False
+        if not is_threefry_call(kernel, rw):
+            return False
+        with ir.InsertionPoint(op), op.location:
+            word = stablehlo.xor(hi, lo)
+        _register_word(op, rw, word)
+        rw.report("rng-words", Severity.INFO, op,
+                  "64-bit random words ((b1 << 32) | b2 of threefry2x32) drawn as x32 JAX draws them (b1 ^ b2)")
+        return True
+
+
+def _last_axis_range(op: ir.Operation | None) -> tuple[int, int] | None:
+    """(start, limit) along the last axis of a unit-stride slice that keeps every other
+    axis whole, or None."""
+    if op is None or op.name != "stablehlo.slice":
+        return None
+    starts = list(ir.DenseI64ArrayAttr(op.attributes["start_indices"]))
+    limits = list(ir.DenseI64ArrayAttr(op.attributes["limit_indices"]))
+    strides = list(ir.DenseI64ArrayAttr(op.attributes["strides"]))
+    shape = shape_of(op.operands[0].type)
+    if not starts or shape is None or any(stride != 1 for stride in strides):
+        return None
+    if starts[:-1] != [0] * (len(starts) - 1) or limits[:-1] != shape[:-1]:
+        return None
+    return starts[-1], limits[-1]
+
+
+def _halves_of(first: ir.Value, second: ir.Value, n: int) -> ir.Value | None:
+    """The value whose last axis has length 2n and whose [..., 0:n] and [..., n:2n]
+    slices `first` and `second` are."""
+    a, b = producer(first), producer(second)
+    if _last_axis_range(a) != (0, n) or _last_axis_range(b) != (n, 2 * n):
+        return None
+    whole = a.operands[0]
+    if whole != b.operands[0]:
+        return None
+    return whole
+
+
+def _unbroadcast(value: ir.Value) -> ir.Value:
+    """`value` before a broadcast_in_dim that only adds leading unit axes (vmap's form)."""
+    op = producer(value, "stablehlo.broadcast_in_dim")
+    if op is None:
+        return value
+    source, result = shape_of(op.operands[0].type), shape_of(op.results[0].type)
+    dims = list(ir.DenseI64ArrayAttr(op.attributes["broadcast_dimensions"]))
+    if source is None or result is None or len(source) != 1:
+        return value
+    if dims != [len(result) - 1] or result[:-1] != [1] * (len(result) - 1):
+        return value
+    return op.operands[0]
+
+
+class ThreefryWordsOriginal(IdiomPattern):
+    """uint64 words of jax.random with jax_threefry_partitionable=False: threefry2x32 on
+    counters iota(2n) split in halves, outputs concatenated, the two halves of that joined
+    `(hi << 32) | lo` (along the last axis, with leading batch axes under vmap). x32 JAX
+    draws n words from counters iota(n) (padded with a 0 when n is odd) split in halves of
+    m = ceil(n/2): the kernel is called again with those counters, in the n lanes of the
+    existing call (lanes past m are not used)."""
+
+    op_names = frozenset({"stablehlo.or"})
+    result_elements = frozenset({"ui64"})
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        halves = _joined_halves(op)
+        shape = shape_of(halves[0].type) if halves is not None else None
+        if not shape:
+            return False
+        n, axis = shape[-1], len(shape) - 1
+        outputs = _halves_of(halves[0], halves[1], n)
+        joined = producer(outputs, "stablehlo.concatenate") if outputs is not None else None
+        if joined is None or len(joined.operands) != 2 or ir.IntegerAttr(joined.attributes["dimension"]).value != axis:
+            return False
+        kernel = producer(joined.operands[0])
+        if kernel is None or kernel != producer(joined.operands[1]) or not is_threefry_call(kernel, rw) \
+                or [result_number(v) for v in joined.operands] != [0, 1]:
+            return False
+        counters = _halves_of(_unbroadcast(kernel.operands[2]), _unbroadcast(kernel.operands[3]), n)
+        iota = producer(counters, "stablehlo.iota") if counters is not None else None
+        if iota is None or shape_of(counters.type) != [2 * n]:
+            return False
+        m = (n + 1) // 2
+        lane_type = kernel.operands[2].type
+        lane_axis = len(shape_of(lane_type)) - 1
+        with ir.InsertionPoint(op), op.location:
+            x0 = stablehlo.iota(lane_type, lane_axis)
+            x1 = stablehlo.add(x0, splat(lane_type, "ui32", m))
+            if n % 2:  # x32 JAX pads its odd count with one 0 counter, the last of the second half
+                is_pad = stablehlo.compare(x0, splat(lane_type, "ui32", m - 1),
+                                           stablehlo.ComparisonDirectionAttr.get("EQ"))
+                x1 = stablehlo.select(is_pad, splat(lane_type, "ui32", 0), x1)
+            attributes = {name: kernel.attributes[name] for name in kernel.attributes}
+            call = ir.Operation.create("func.call", results=[r.type for r in kernel.results],
+                                       operands=[kernel.operands[0], kernel.operands[1], x0, x1],
+                                       attributes=attributes)
+            starts, limits = [0] * len(shape), list(shape[:-1]) + [m]
+            used = [stablehlo.slice(result, starts, limits, [1] * len(shape)) for result in call.results]
+            words = stablehlo.concatenate(used, axis)
+            if 2 * m != n:
+                words = stablehlo.slice(words, starts, list(shape), [1] * len(shape))
+        rw.idioms.dead_calls.add(kernel)
+        _register_word(op, rw, words)
+        rw.report("rng-words", Severity.INFO, op,
+                  "64-bit random words (jax_threefry_partitionable=False) drawn as x32 JAX draws them: "
+                  "threefry2x32 on x32's counters, one 32-bit word each")
+        return True
+
+
+class XlaRandintWords(IdiomPattern):
+    """torch-xla's integer draws (randint, random_): 64-bit words of rng_bit_generator
+    reduced `w % span`, even for int32 results (then split `(r >> 1) + (r - (r >> 1))` into
+    int64). To draw exactly those numbers in 32 bits, the words are drawn as pairs of
+    uint32 from the same state (XLA builds each 64-bit word from two consecutive 32-bit
+    words, low first; `RNG_WORD_PAIR`) and `(hi * 2**32 + lo) % span` is computed by long
+    division on uint32 (span below 2**32, which it is once the bounds are int32)."""
+
+    op_names = frozenset({"stablehlo.remainder"})
+    result_elements = frozenset({"ui64"})
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        words, span = op.operands
+        generator = producer(words, "stablehlo.rng_bit_generator")
+        shape = shape_of(words.type)
+        if generator is None or result_number(words) != 1 or element_spelling(words.type) != "ui64" \
+                or shape is None or len(users(words)) != 1 or not _split_for_int64(op):
+            return False
+        pair_type = ir.RankedTensorType.get(shape + [2], ir.Type.parse(_NARROW_WORD))
+        generator.results[1].set_type(pair_type)
+        low_at, high_at = RNG_WORD_PAIR.index("low"), RNG_WORD_PAIR.index("high")
+        word_type = tensor_type(op.results[0].type, _NARROW_WORD)
+        with ir.InsertionPoint(op), op.location:
+            def part(index: int) -> ir.Value:
+                piece = stablehlo.slice(generator.results[1], [0] * len(shape) + [index], shape + [index + 1],
+                                        [1] * (len(shape) + 1))
+                return stablehlo.reshape(word_type, piece)
+            low, high = part(low_at), part(high_at)
+            remainder = _remainder_of_pair(high, low, convert(span, _NARROW_WORD))
+            wide = convert(remainder, "ui64")
+        op.results[0].replace_all_uses_with(wide)
+        rw.idioms.maybe_dead.append(op)
+        rw.report("rng-randint", Severity.INFO, op,
+                  "torch-xla's integer draw (64-bit words % span) computed in 32 bits: the same words drawn as "
+                  "uint32 pairs from the same state, the remainder by long division; exact")
+        return True
+
+
+def _split_for_int64(remainder: ir.Operation) -> bool:
+    """The remainder's uses are torch-xla's `r >> 1` and `r - (r >> 1)` (the halves it
+    adds as int64 so that no uint64 value is converted to int64 directly)."""
+    found = users(remainder.results[0])
+    halves = [u for u in found if u.name == "stablehlo.shift_right_logical" and splat_value(u.operands[1]) == 1]
+    rests = [u for u in found if u.name == "stablehlo.subtract"]
+    return len(halves) == 1 and len(found) == 2 and len(rests) == 1 \
+        and list(rests[0].operands) == [remainder.results[0], halves[0].results[0]]
+
+
+def _remainder_of_pair(high: ir.Value, low: ir.Value, span: ir.Value) -> ir.Value:
+    """(high * 2**32 + low) % span on uint32 values (span >= 1): the remainder of high,
+    then one bit of low at a time, r = (2r + bit) % span, keeping the bit shifted out of
+    r (r < span < 2**32, so one subtraction of span always suffices, modulo 2**32)."""
+    t = high.type
+    unsigned = stablehlo.ComparisonTypeAttr.get("UNSIGNED")
+    zero, one = splat(t, "ui32", 0), splat(t, "ui32", 1)
+    top_bit = splat(t, "ui32", 31)
+    r = stablehlo.remainder(high, span)
+    for bit in range(31, -1, -1):
+        next_bit = stablehlo.and_(stablehlo.shift_right_logical(low, splat(t, "ui32", bit)), one)
+        carried = stablehlo.compare(stablehlo.shift_right_logical(r, top_bit), zero,
+                                    stablehlo.ComparisonDirectionAttr.get("NE"), compare_type=unsigned)
+        doubled = stablehlo.or_(stablehlo.shift_left(r, one), next_bit)
+        reached = stablehlo.compare(doubled, span, stablehlo.ComparisonDirectionAttr.get("GE"), compare_type=unsigned)
+        r = stablehlo.select(stablehlo.or_(carried, reached), stablehlo.subtract(doubled, span), doubled)
+    return r
+
+
+class RbgWideDraw(IdiomPattern):
+    """rng_bit_generator drawing 64-bit words (jax.random with rbg/unsafe_rbg keys under
+    x64, torch-xla's int64 and float64 draws): the 32-bit programs draw uint32 words of the
+    same shape from the same state. The output becomes uint32 (the state is not touched)."""
+
+    op_names = frozenset({"stablehlo.rng_bit_generator"})
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        output = op.results[1]
+        if element_spelling(output.type) not in _WIDE_WORDS:
+            return False
+        output.set_type(tensor_type(output.type, _NARROW_WORD))
+        with ir.InsertionPoint.after(op), op.location:
+            wide = convert(output, "ui64")
+        output.replace_all_uses_except(wide, wide.owner.operation)
+        rw.idioms.random_words[wide] = output
+        rw.report("rng-draw", Severity.INFO, op,
+                  "64-bit words of rng_bit_generator drawn as 32-bit words from the same state, as the 32-bit "
+                  "programs draw them (jax.random rbg keys, torch-xla)")
+        return True
+
+
+class ReshapedRandomWords(IdiomPattern):
+    """Random words reshaped (jax.random reshapes its flat draw to the sample shape):
+    the same reshape of the 32-bit words."""
+
+    op_names = frozenset({"stablehlo.reshape"})
+    result_elements = frozenset({"ui64"})
+    follows_earlier_rules = True
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        word = random_word(op.operands[0], rw)
+        if word is None:
+            return False
+        with ir.InsertionPoint(op), op.location:
+            reshaped = stablehlo.reshape(tensor_type(op.results[0].type, _NARROW_WORD), word)
+        _register_word(op, rw, reshaped)
+        return True
+
+
+def random_word(value: ir.Value, rw: Rewriter) -> ir.Value | None:
+    """The 32-bit words x32 draws for the 64-bit random words `value`, if a word rule made them."""
+    return rw.idioms.random_words.get(value)
+
+
+class JaxFloatsFromBits(IdiomPattern):
+    """jax.random's float64 uniforms: `bitcast(w >> 12 | bits(1.0)) : ui64 -> f64` over
+    random words -> `bitcast(w32 >> 9 | 0x3F800000) : ui32 -> f32` (what `_uniform`
+    traces for float32), widened back to f64 for the narrowing walk to remove."""
+
+    op_names = frozenset({"stablehlo.bitcast_convert"})
+    result_elements = frozenset({"f64"})
+    follows_earlier_rules = True
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        if element_spelling(op.results[0].type) != "f64" or element_spelling(op.operands[0].type) != "ui64":
+            return False
+        ored = producer(op.operands[0], "stablehlo.or")
+        if ored is None:
+            return False
+        (shift_64, shift_32), (one_64, one_32) = RNG_IDIOMS["float_shift"], RNG_IDIOMS["float_one_bits"]
+        for shifted, one in (tuple(ored.operands), tuple(reversed(list(ored.operands)))):
+            shift = producer(shifted, "stablehlo.shift_right_logical")
+            if shift is None or splat_value(shift.operands[1]) != shift_64 or splat_value(one) != one_64:
+                continue
+            word = random_word(shift.operands[0], rw)
+            if word is None:
+                continue
+            with ir.InsertionPoint(op), op.location:
+                mantissa = stablehlo.shift_right_logical(word, splat(word.type, "ui32", shift_32))
+                bits = stablehlo.or_(mantissa, splat(word.type, "ui32", one_32))
+                floats = stablehlo.bitcast_convert(tensor_type(word.type, "f32"), bits)
+                wide = convert(floats, "f64")
+            op.results[0].replace_all_uses_with(wide)
+            rw.idioms.maybe_dead.append(op)
+            rw.report("rng-floats", Severity.INFO, op,
+                      "float64 uniform bits (w >> 12 | bits of 1.0) built as x32 JAX builds float32 ones "
+                      "(w >> 9 | 0x3F800000)")
+            return True
+        return False
+
+
+class XlaFloatsFromBits(IdiomPattern):
+    """XLA's client-library uniforms (torch-xla's rand/randn/bernoulli/dropout on float64):
+    `convert(w >> 12) * 2**-52` over random words -> `convert(w32 >> 9) * 2**-23`, as the
+    float32 graph computes them."""
+
+    op_names = frozenset({"stablehlo.convert"})
+    result_elements = frozenset({"f64"})
+    follows_earlier_rules = True
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        if element_spelling(op.results[0].type) != "f64":
+            return False
+        shift = producer(op.operands[0], "stablehlo.shift_right_logical")
+        (shift_64, shift_32), (scale_64, scale_32) = RNG_IDIOMS["float_shift"], RNG_IDIOMS["float_scale"]
+        if shift is None or splat_value(shift.operands[1]) != shift_64:
+            return False
+        word = random_word(shift.operands[0], rw)
+        scaled = users(op.results[0])
+        if word is None or len(scaled) != 1 or scaled[0].name != "stablehlo.multiply":
+            return False
+        scale = scaled[0]
+        factor = [v for v in scale.operands if v != op.results[0]]
+        if len(factor) != 1 or splat_value(factor[0]) != scale_64:
+            return False
+        with ir.InsertionPoint(scale), scale.location:
+            mantissa = stablehlo.shift_right_logical(word, splat(word.type, "ui32", shift_32))
+            floats = convert(mantissa, "f32")
+            product = stablehlo.multiply(floats, splat(floats.type, "f32", scale_32))
+            wide = convert(product, "f64")
+        scale.results[0].replace_all_uses_with(wide)
+        rw.idioms.maybe_dead.append(scale)
+        rw.report("rng-floats", Severity.INFO, op,
+                  "float64 uniforms (convert(w >> 12) * 2**-52) built as the float32 graph builds them "
+                  "(convert(w >> 9) * 2**-23)")
+        return True
+
+
+class RandintMultiplier(IdiomPattern):
+    """jax.random.randint on 64-bit words: `m = 2**32 % span; (m * m) % span` mixes a high
+    and a low word; x32 JAX mixes its 32-bit words with `2**16 % span`. Matched at the
+    remainder, checked against the use it feeds: `(hi % span) * ((m * m) % span)` over
+    random words."""
+
+    op_names = frozenset({"stablehlo.remainder"})
+    result_elements = frozenset({"ui64"})
+    follows_earlier_rules = True
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        wide_half, narrow_half = RNG_IDIOMS["randint_half_word"]
+        if element_spelling(op.results[0].type) != "ui64" or splat_value(op.operands[0]) != wide_half:
+            return False
+        if not _mixes_random_words(op, rw):
+            return False
+        with ir.InsertionPoint(op), op.location:
+            half = splat(op.operands[0].type, "ui64", narrow_half)
+        old = op.operands[0]
+        op.operation.replace_uses_of_with(old, half)
+        rw.idioms.maybe_dead.append(producer(old))
+        rw.report("rng-randint", Severity.INFO, op,
+                  "randint's multiplier 2**32 % span (for 64-bit words) is 2**16 % span, as x32 JAX mixes its "
+                  "32-bit words")
+        return True
+
+
+def _mixes_random_words(remainder: ir.Operation, rw: Rewriter) -> bool:
+    """`remainder` is randint's `m`: squared, reduced by the same span, and multiplied with
+    a remainder of random words."""
+    span = remainder.operands[1]
+    for square in users(remainder.results[0]):
+        if square.name != "stablehlo.multiply" or list(square.operands) != [remainder.results[0]] * 2:
+            continue
+        for reduced in users(square.results[0]):
+            if reduced.name != "stablehlo.remainder" or reduced.operands[1] != span:
+                continue
+            if any(_times_random_remainder(v, rw) for v in _broadcasts_of(reduced.results[0])):
+                return True
+    return False
+
+
+def _broadcasts_of(value: ir.Value) -> list[ir.Value]:
+    """`value` and its broadcasts, broadcasts of those, ... (vmap adds a level)."""
+    out, frontier = [value], [value]
+    for _ in range(4):
+        frontier = [u.results[0] for v in frontier for u in users(v) if u.name == "stablehlo.broadcast_in_dim"]
+        out.extend(frontier)
+    return out
+
+
+def _times_random_remainder(multiplier: ir.Value, rw: Rewriter) -> bool:
+    for product in users(multiplier):
+        if product.name != "stablehlo.multiply":
+            continue
+        for factor in product.operands:
+            rem = producer(factor, "stablehlo.remainder")
+            if rem is not None and random_word(rem.operands[0], rw) is not None:
+                return True
+    return False
