@@ -77,6 +77,12 @@ class Rewriter:
         # patterns see operands already narrowed, and some must judge what they were
         # (a custom_call whose only 64-bit types are its operands).
         self.types_before: dict[int, ir.Type] = {}
+        # Set by the idiom phase (passes/idioms.py), read by the narrowing walk: ops whose
+        # types stay as they are (the RNG state a profile keeps), ops no named pattern needs
+        # to look at (their idiom is already reported), and the per-run state of the idioms.
+        self.kept_ops: set[ir.Operation] = set()
+        self.claimed_ops: set[ir.Operation] = set()
+        self.idioms = None
 
     def type_before(self, value: ir.Value) -> ir.Type:
         """`value`'s type before this walk narrowed it (its type now if it did not)."""
@@ -85,12 +91,6 @@ class Rewriter:
             if before is not None:
                 return before
         return value.type
-        # Set by the idiom phase (passes/idioms.py), read by the narrowing walk: ops whose
-        # types stay as they are (the RNG state a profile keeps), ops no named pattern needs
-        # to look at (their idiom is already reported), and the per-run state of the idioms.
-        self.kept_ops: set[ir.Operation] = set()
-        self.claimed_ops: set[ir.Operation] = set()
-        self.idioms = None
 
     # --- where -----------------------------------------------------------------
     def where(self, op: ir.Operation) -> str:
