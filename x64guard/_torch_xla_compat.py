@@ -46,6 +46,52 @@ def stablehlo_text(tensors: Sequence, device: str) -> str:
     return _xlac()._get_stablehlo(list(tensors), device, [], False).decode("utf-8")
 
 
+def stablehlo_bytecode(tensors: Sequence, device: str) -> bytes:
+    """The same module as MLIR bytecode: unlike the text, it keeps the ops' locations
+    (the Python stacks recorded under `python_frames_recorded`)."""
+    return _xlac()._get_stablehlo(list(tensors), device, [], True)
+
+
+@contextlib.contextmanager
+def python_frames_recorded() -> Iterator[None]:
+    """torch-xla records the Python stack of every IR node created meanwhile (its IR
+    debugging, `FLAGS_torch_lazy_ir_debug`), and a lowering done meanwhile writes it into
+    each op's location as `callsite(...)` (both need the flag). Process-wide: restored on exit. (`XLA_HLO_DEBUG`, which
+    torch-xla's own export sets, is read once per process and cannot be turned on later.)"""
+    xlac = _xlac()
+    previous = xlac._get_ir_debug()
+    xlac._set_ir_debug(True)
+    try:
+        yield
+    finally:
+        xlac._set_ir_debug(previous)
+
+
+@contextlib.contextmanager
+def device_data_transfers() -> Iterator[None]:
+    """0-dim tensors moved to the device meanwhile become device data, as any other
+    tensor does: by default torch-xla turns a 0-dim tensor holding 0 or 1 (its "special
+    scalars") into a constant of the graph instead, which would freeze the value of an
+    input into a program. Process-wide: restored on exit."""
+    xlac = _xlac()
+    previous = xlac._get_xla_handle_special_scalars()
+    xlac._set_xla_handle_special_scalars(False)
+    try:
+        yield
+    finally:
+        xlac._set_xla_handle_special_scalars(previous)
+
+
+def rng_seed(device: str) -> int:
+    """torch-xla's running RNG seed for `device` (a host value: no device read)."""
+    return int(_xlac()._xla_get_rng_seed(device))
+
+
+def set_rng_seed(seed: int, device: str) -> None:
+    """Set torch-xla's RNG seed for `device` (also drops pending seed arithmetic)."""
+    _xlac()._xla_set_rng_seed(int(seed), device)
+
+
 def hlo_text(tensors: Sequence) -> str:
     """The HLO text of the pending graph rooted at `tensors` (what torch-xla compiles)."""
     return _xlac()._get_xla_tensors_hlo(list(tensors))
