@@ -192,6 +192,14 @@ def placeholder(shape: Sequence[int], dtype):
     return _xlac()._xla_create_placeholder_tensor(xla_builder.mkshape(xla_type, tuple(shape)).shape)
 
 
+def replace_data(tensor, source) -> None:
+    """`tensor` takes `source`'s device data (and drops its pending IR); what
+    `x64guard.torch_xla.sync` does with each result of a narrowed lazy graph. (Public
+    API; torch-xla's own `_replace_xla_tensor` keeps the tensor's view base, whose pending
+    IR then grew from step to step: the graph of step k held steps 0..k.)"""
+    tensor.data = source
+
+
 def graph_hash(tensors: Sequence) -> bytes:
     return _xlac()._get_graph_hash(list(tensors))
 

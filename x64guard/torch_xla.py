@@ -54,7 +54,7 @@ from x64guard.errors import X64GuardError, X64GuardWarning  # noqa: E402
 from x64guard.findings import Finding, Severity, format_findings  # noqa: E402
 from x64guard.modes import Mode, resolve_mode, resolve_overflow  # noqa: E402
 
-__all__ = ["backend", "compile", "narrow_exported", "to_device", "NarrowedProgram", "NARROW_DTYPE", "counters",
+__all__ = ["backend", "compile", "narrow_exported", "to_device", "sync", "NarrowedProgram", "NARROW_DTYPE", "counters",
            "TorchXlaFailure"]
 
 BACKEND_NAME = "x64guard"
@@ -766,7 +766,7 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
                            "lowered graph; refusing rather than freezing its first value. Please report this")
         if owner is None:
             where = "a constant of the graph"
-            source = _Source("const", value=_to_program_input(value, dtype, where, device, device_str), path=where)
+            source = _Source("const", value=_constant_input(value, dtype, where, device, overflow), path=where)
         elif owner[0] == "arg":
             source = _Source("arg", index=owner[1], path=path_of(owner[1]))
         else:
@@ -782,6 +782,18 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
     with _torch_xla_failures(path, "compiling the narrowed program"):
         program = _Program(result.text, in_types, device)
     return _Specialization(program, sources, dtypes, out_spec, out_leaves, result, text, rng=rng).prepare()
+
+
+def _constant_input(value: torch.Tensor, dtype: torch.dtype, where: str, device: torch.device,
+                    overflow: str) -> torch.Tensor:
+    """Device data the traced graph made itself, as the program takes it. torch-xla
+    uploads some constants while it traces (the int64 index tables of its `as_strided`
+    lowering, for one); a 64-bit one is read back once and narrowed on the host (with the
+    overflow policy of constants), never cast by a 64-bit graph on the device."""
+    if value.dtype is dtype:
+        return value
+    with _xc.device_data_transfers():
+        return _narrow_on_host(value.cpu(), dtype, where, overflow).to(device)
 
 
 def _rng_words(rng: RngStates, device: torch.device, device_str: str) -> torch.Tensor:
@@ -1324,3 +1336,147 @@ def _module_to_device(module: torch.nn.Module, target: torch.device) -> torch.nn
         if id(buffer) not in memo:
             memo[id(buffer)] = _tensor_to_device(buffer, target, f"buffer {name}")
     return copy.deepcopy(module, memo)
+
+
+# ============================================================================ the lazy-tensor loop
+
+@dataclasses.dataclass
+class _LazyProgram:
+    """A lazy graph (by torch-xla's graph hash) narrowed and compiled, for `sync`."""
+
+    program: _Program
+    dtypes: list[torch.dtype]          # per module parameter, what the program takes
+    seed_index: int | None             # the position of torch-xla's seed among the graph's inputs
+    rng: RngStates | None
+    result: NarrowResult
+    stablehlo: str
+
+
+_LAZY_PROGRAMS: dict[tuple, _LazyProgram] = {}
+
+
+def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") -> None:
+    """Run the pending lazy computation of the tensors in `keep` narrowed, in place of
+    `torch_xla.sync()` at the end of a lazy-tensor training step:
+
+        model = x64guard.torch_xla.to_device(model)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for batch in batches:
+            loss = model(**x64guard.torch_xla.to_device(batch)).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            x64guard.torch_xla.sync(model, optimizer, loss)
+
+    torch-xla lowers and compiles its lazy graph inside `torch_xla.sync()` (C++
+    `_xla_step_marker`) with no Python hook between the two, so x64guard cannot narrow
+    the graph `torch_xla.sync()` runs. This is the closest equivalent: `keep` names what
+    the step must compute (modules: parameters, their gradients, buffers; optimizers:
+    their state; tensors; dicts, lists and tuples of these). Their joint pending graph is
+    lowered, narrowed (once per graph: torch-xla's graph hash is the key), run as one
+    program, and each tensor takes its result. Pending tensors not named in `keep` stay
+    pending (torch-xla computes them, unnarrowed, when something reads them).
+
+    Named tensors must be 32-bit or narrower (move models and batches with `to_device`):
+    a 64-bit tensor cannot take the narrowed result in place and is refused.
+    """
+    resolved = resolve_mode(mode)
+    policy = resolve_overflow(overflow).value
+    device = _device()
+    device_str = str(device)
+    tensors = _pending_tensors(keep)
+    if not tensors:
+        return
+    wide = [f"{path} ({t.dtype})" for path, t in tensors if t.dtype in NARROW_DTYPE]
+    if wide and resolved is not Mode.ALLOW:
+        raise _refusal("sync-64bit-tensor", "sync", f"{', '.join(wide[:5])} would take a narrowed result in place; "
+                       "x64guard does not write narrowed results into 64-bit tensors. Move the model and its inputs "
+                       "with x64guard.torch_xla.to_device")
+    pending = [t for _, t in tensors]
+    key = (resolved, policy, _xc.graph_hash(pending))
+    lazy = _LAZY_PROGRAMS.get(key)
+    with _TRACE_LOCK:
+        ids, values = _xc.graph_inputs(pending)
+        if lazy is None:
+            lazy = _LAZY_PROGRAMS[key] = _compile_lazy(pending, ids, values, resolved, policy, device)
+        inputs = []
+        for k, value in enumerate(values):
+            if k == lazy.seed_index:
+                continue
+            dtype = lazy.dtypes[len(inputs)]
+            inputs.append(value if value.dtype is dtype else _constant_input(value, dtype, "an input of the lazy "
+                                                                             "graph", device, "error"))
+        if lazy.rng is not None:
+            inputs.append(_rng_words(lazy.rng, device, device_str))
+        ordered = [inputs[k] for k in lazy.program.order]
+        results = lazy.program.run(ordered)
+    for tensor, result in zip(pending, results):
+        _xc.replace_data(tensor, result)
+    _COUNTERS["calls"] += 1
+
+
+def _pending_tensors(keep: Sequence[Any]) -> list[tuple[str, torch.Tensor]]:
+    """The XLA tensors with pending IR among `keep` (each once), with a name for messages."""
+    found: dict[int, tuple[str, torch.Tensor]] = {}
+
+    def add(path: str, value: Any) -> None:
+        if isinstance(value, torch.Tensor):
+            if value.device.type == "xla" and id(value) not in found:
+                found[id(value)] = (path, value)
+        elif isinstance(value, torch.nn.Module):
+            for name, parameter in value.named_parameters():
+                add(f"parameter {name}", parameter)
+                if parameter.grad is not None:
+                    add(f"gradient of {name}", parameter.grad)
+            for name, buffer in value.named_buffers():
+                add(f"buffer {name}", buffer)
+        elif isinstance(value, torch.optim.Optimizer):
+            for group in value.param_groups:
+                for parameter in group["params"]:
+                    add("an optimized parameter", parameter)
+                    for name, state in value.state.get(parameter, {}).items():
+                        add(f"optimizer state {name!r}", state)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                add(str(k), v)
+        elif isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                add(f"item {i}", v)
+
+    for k, value in enumerate(keep):
+        add(f"argument {k}", value)
+    items = list(found.values())
+    flags = _xc.needs_materialization([t for _, t in items]) if items else []
+    return [item for item, pending in zip(items, flags) if pending]
+
+
+def _compile_lazy(pending: list[torch.Tensor], ids: list, values: list, mode: Mode, overflow: str,
+                  device: torch.device) -> _LazyProgram:
+    device_str = str(device)
+    _COUNTERS["traces"] += 1
+    with _torch_xla_failures("sync", "lowering the lazy graph"):
+        bytecode = _xc.stablehlo_bytecode(pending, device_str)
+    module, _ = xmlir.load(bytecode, trusted=True)
+    text = xmlir.to_text(module)
+    _adapt_spelling(module)
+    seed_id = _xc.seed_id()
+    seed_index = ids.index(seed_id) if seed_id in ids else None
+    try:
+        rng = extract_rng_states(module, seed_index)
+    except RngStateError as exc:
+        raise _refusal("rng-state-source", exc.op, f"{exc}; x64guard computes torch-xla's generator states on the "
+                       "host and cannot here") from None
+    result = _narrow_module(module, mode, overflow, None)
+    keep_wide = mode is Mode.ALLOW
+    dtypes, in_types = [], []
+    for k, value in enumerate(values):
+        if k == seed_index:
+            continue
+        dtype = value.dtype if keep_wide else NARROW_DTYPE.get(value.dtype, value.dtype)
+        dtypes.append(dtype)
+        in_types.append((tuple(value.shape), dtype))
+    if rng is not None:
+        in_types.append((rng.input_shape(), torch.int32))
+    with _torch_xla_failures("sync", "compiling the narrowed program"):
+        program = _Program(result.text, in_types, device)
+    return _LazyProgram(program, dtypes, seed_index, rng, result, text)
