@@ -1377,8 +1377,10 @@ def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") 
     program, and each tensor takes its result. Pending tensors not named in `keep` stay
     pending (torch-xla computes them, unnarrowed, when something reads them).
 
-    Named tensors must be 32-bit or narrower (move models and batches with `to_device`):
-    a 64-bit tensor cannot take the narrowed result in place and is refused.
+    Tensors named directly (a loss, a greedy token) come back narrowed, as the backend's
+    outputs do (an int64 argmax becomes int32). Parameters, buffers and optimizer state
+    must already be 32-bit (move models with `to_device`): a 64-bit one is refused, not
+    narrowed behind the model's back.
     """
     resolved = resolve_mode(mode)
     policy = resolve_overflow(overflow).value
@@ -1387,12 +1389,12 @@ def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") 
     tensors = _pending_tensors(keep)
     if not tensors:
         return
-    wide = [f"{path} ({t.dtype})" for path, t in tensors if t.dtype in NARROW_DTYPE]
+    wide = [f"{path} ({t.dtype})" for path, t, state in tensors if state and t.dtype in NARROW_DTYPE]
     if wide and resolved is not Mode.ALLOW:
         raise _refusal("sync-64bit-tensor", "sync", f"{', '.join(wide[:5])} would take a narrowed result in place; "
-                       "x64guard does not write narrowed results into 64-bit tensors. Move the model and its inputs "
-                       "with x64guard.torch_xla.to_device")
-    pending = [t for _, t in tensors]
+                       "x64guard does not narrow the parameters, buffers or optimizer state of a model behind its "
+                       "back. Move the model and its inputs with x64guard.torch_xla.to_device")
+    pending = [t for _, t, _ in tensors]
     key = (resolved, policy, _xc.graph_hash(pending))
     lazy = _LAZY_PROGRAMS.get(key)
     with _TRACE_LOCK:
@@ -1415,27 +1417,28 @@ def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") 
     _COUNTERS["calls"] += 1
 
 
-def _pending_tensors(keep: Sequence[Any]) -> list[tuple[str, torch.Tensor]]:
-    """The XLA tensors with pending IR among `keep` (each once), with a name for messages."""
-    found: dict[int, tuple[str, torch.Tensor]] = {}
+def _pending_tensors(keep: Sequence[Any]) -> list[tuple[str, torch.Tensor, bool]]:
+    """The XLA tensors with pending IR among `keep` (each once): (a name for messages,
+    the tensor, whether it is state of a module or an optimizer)."""
+    found: dict[int, tuple[str, torch.Tensor, bool]] = {}
 
-    def add(path: str, value: Any) -> None:
+    def add(path: str, value: Any, state: bool = False) -> None:
         if isinstance(value, torch.Tensor):
             if value.device.type == "xla" and id(value) not in found:
-                found[id(value)] = (path, value)
+                found[id(value)] = (path, value, state)
         elif isinstance(value, torch.nn.Module):
             for name, parameter in value.named_parameters():
-                add(f"parameter {name}", parameter)
+                add(f"parameter {name}", parameter, True)
                 if parameter.grad is not None:
-                    add(f"gradient of {name}", parameter.grad)
+                    add(f"gradient of {name}", parameter.grad, True)
             for name, buffer in value.named_buffers():
-                add(f"buffer {name}", buffer)
+                add(f"buffer {name}", buffer, True)
         elif isinstance(value, torch.optim.Optimizer):
             for group in value.param_groups:
                 for parameter in group["params"]:
-                    add("an optimized parameter", parameter)
-                    for name, state in value.state.get(parameter, {}).items():
-                        add(f"optimizer state {name!r}", state)
+                    add("an optimized parameter", parameter, True)
+                    for name, state_value in value.state.get(parameter, {}).items():
+                        add(f"optimizer state {name!r}", state_value, True)
         elif isinstance(value, dict):
             for k, v in value.items():
                 add(str(k), v)
@@ -1446,7 +1449,7 @@ def _pending_tensors(keep: Sequence[Any]) -> list[tuple[str, torch.Tensor]]:
     for k, value in enumerate(keep):
         add(f"argument {k}", value)
     items = list(found.values())
-    flags = _xc.needs_materialization([t for _, t in items]) if items else []
+    flags = _xc.needs_materialization([t for _, t, _ in items]) if items else []
     return [item for item, pending in zip(items, flags) if pending]
 
 
