@@ -138,7 +138,7 @@ def needs_materialization(tensors: Sequence) -> list[bool]:
 def materialize(tensors: Sequence, device: str) -> None:
     """Execute the pending graph of `tensors` only (other live tensors keep theirs)."""
     if tensors:
-        _xlac()._xla_sync_multi(list(tensors), [device], wait=False, sync_xla_data=True)
+        _xlac()._xla_sync_multi(list(tensors), [device], wait=True, sync_xla_data=True)
 
 
 def seed_id() -> int:

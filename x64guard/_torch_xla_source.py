@@ -48,14 +48,24 @@ def _trampoline(index: int) -> Callable[[Callable, Any], Any]:
 
 
 def run_node_by_node(interpreter: torch.fx.Interpreter, nodes: Sequence[torch.fx.Node]) -> None:
-    """Make `interpreter` run each node of `nodes` from its own trampoline frame."""
-    index = {node: k for k, node in enumerate(nodes)}
-    run_node = interpreter.run_node
+    """Make `interpreter` run each node of `nodes` from its own trampoline frame.
 
-    def located(node):
-        return _trampoline(index[node])(run_node, node)
+    The interpreter's class is swapped for a subclass (made once per class) rather than
+    its `run_node` replaced by a closure: a closure would hold the interpreter in a
+    reference cycle, and with it every lazy tensor of the trace until the next garbage
+    collection; torch_xla.sync() syncs such tensors too, and failed on the buffers
+    torch-xla had donated meanwhile ("buffer ... is deleted")."""
+    interpreter._x64guard_node_index = {node: k for k, node in enumerate(nodes)}
+    interpreter.__class__ = _located_class(type(interpreter))
 
-    interpreter.run_node = located
+
+@functools.lru_cache(maxsize=None)
+def _located_class(base: type) -> type:
+    def run_node(self, node):
+        return _trampoline(self._x64guard_node_index[node])(super(located, self).run_node, node)
+
+    located = type(f"Located{base.__name__}", (base,), {"run_node": run_node})
+    return located
 
 
 @dataclasses.dataclass(frozen=True)

@@ -109,6 +109,14 @@ class _TorchXlaRepairs(TorchDispatchMode):
       become XLA's `fft` op, lowered by JAX at full width inside the traced graph, so
       that the core pass narrows them with the rest (complex128 -> complex64).
 
+    * `native_dropout` in training (what dropout becomes under AOTAutograd and
+      torch.export) is computed as torch-xla's own eager `dropout` computes it: keep where
+      a uniform draw is below 1 - p, scale by 1/(1-p), a bool mask. torch-xla 2.9 lowers
+      native_dropout with the scale 1/p (p=0.1: kept values x10, not x1.11) and its mask
+      as float32 holding that scale, so that openxla's compiled dropout is wrong for any
+      p but 0.5 and its gradients do not match its forward. The draw is torch-xla's
+      `rand` (the same rng_bit_generator words native_dropout draws).
+
     With `narrow_transfers` (an overflow policy, while x64guard traces a graph it will
     narrow), a 64-bit host tensor the graph moves to the device (`.to(device)`) is
     narrowed on the host and moved at 32 bits, then widened inside the graph, so that no
@@ -129,6 +137,8 @@ class _TorchXlaRepairs(TorchDispatchMode):
             if moved is not None:
                 return moved
         if args and _is_xla(args[0]):
+            if func is _A.native_dropout.default:
+                return _native_dropout(*args, **kwargs)
             if func in _EMPTY_DIM_MEANS_ALL:
                 args, kwargs = _full_dims(func, args, kwargs)
             elif func in _FFT_OPS:
@@ -148,6 +158,16 @@ class _TorchXlaRepairs(TorchDispatchMode):
         with _xc.device_data_transfers():
             moved = narrowed.to(target)
         return moved.to(wide)
+
+
+def _native_dropout(x: torch.Tensor, p: float, train: bool | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """aten.native_dropout with PyTorch's meaning: (x * mask / (1 - p), mask)."""
+    if not train or p == 0:
+        return x.clone(), torch.ones_like(x, dtype=torch.bool)
+    if p == 1:
+        return torch.zeros_like(x), torch.zeros_like(x, dtype=torch.bool)
+    keep = torch.rand_like(x) < (1 - p)
+    return x * keep * (1.0 / (1 - p)), keep
 
 
 def _full_dims(func, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -485,6 +505,61 @@ def _adapt_spelling(module) -> None:
             op.erase()
 
 
+_MLIR_ELEMENT = {torch.bool: "i1", torch.int8: "i8", torch.uint8: "ui8", torch.int16: "i16", torch.int32: "i32",
+                 torch.int64: "i64", torch.uint32: "ui32", torch.uint64: "ui64", torch.float16: "f16",
+                 torch.bfloat16: "bf16", torch.float32: "f32", torch.float64: "f64", torch.complex64: "complex<f32>",
+                 torch.complex128: "complex<f64>"}
+
+
+def _match_result_dtypes(module, dtypes: Sequence[torch.dtype]) -> int:
+    """Make each result of the main function the element type of the tensor it computes.
+
+    torch-xla's lowering may compute a tensor in another element type than the tensor's
+    own and convert when it is read: native_dropout's mask, a bool tensor, is lowered as
+    float32 holding 0 and 1/(1-p). Returned as it is, the mask reaches AOTAutograd's
+    backward graph as float32 and scales the gradient twice (openxla does exactly that:
+    its dropout gradients are 1/(1-p) too large). Here the result is converted as
+    torch-xla converts it on reading (to bool: `!= 0`). Returns how many results changed."""
+    from jax.extend.mlir import ir
+
+    main = next(op.operation for op in module.body.operations if op.operation.name == "func.func"
+                and ir.StringAttr(op.operation.attributes["sym_name"]).value == "main")
+    block = main.regions[0].blocks[0]
+    terminator = block.operations[len(block.operations) - 1]
+    changed = 0
+    with module.context, terminator.location:
+        for k, (value, dtype) in enumerate(zip(list(terminator.operands), dtypes)):
+            want = _MLIR_ELEMENT.get(dtype)
+            shaped = ir.RankedTensorType(value.type)
+            if want is None or str(shaped.element_type) == want:
+                continue
+            target = ir.RankedTensorType.get(shaped.shape, ir.Type.parse(want))
+            with ir.InsertionPoint(terminator):
+                if dtype is torch.bool:
+                    zero = ir.Operation.create("stablehlo.constant", results=[value.type], attributes={
+                        "value": ir.DenseElementsAttr.get_splat(value.type, _zero_attr(shaped.element_type))})
+                    converted = ir.Operation.create(
+                        "stablehlo.compare", results=[target], operands=[value, zero.result],
+                        attributes={"comparison_direction": ir.Attribute.parse("#stablehlo<comparison_direction NE>")})
+                else:
+                    converted = ir.Operation.create("stablehlo.convert", results=[target], operands=[value])
+            terminator.operands[k] = converted.result
+            changed += 1
+        if changed:
+            function_type = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+            results = [v.type for v in terminator.operands]
+            main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(function_type.inputs, results))
+    return changed
+
+
+def _zero_attr(element):
+    from jax.extend.mlir import ir
+
+    if isinstance(element, ir.IntegerType):
+        return ir.IntegerAttr.get(element, 0)
+    return ir.FloatAttr.get(element, 0.0)
+
+
 # ============================================================================ refusals and failures
 
 class TorchXlaFailure(RuntimeError):
@@ -737,6 +812,7 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
     module, _ = xmlir.load(bytecode, trusted=True)   # torch-xla's own lowering, read in this process
     text = xmlir.to_text(module)
     _adapt_spelling(module)
+    _match_result_dtypes(module, [t.dtype for t in out_tensors])
     seed_id = _xc.seed_id()
     seed_index = ids.index(seed_id) if seed_id in ids else None
     try:
@@ -926,7 +1002,10 @@ def _run_located(gm: torch.fx.GraphModule) -> tuple[Callable[[list], Any], list[
     def run(args):
         interpreter = torch.fx.Interpreter(gm)
         run_node_by_node(interpreter, nodes)
-        return interpreter.run(*args)
+        try:
+            return interpreter.run(*args)
+        finally:
+            interpreter.env.clear()    # the trace's lazy tensors go now, not at the next collection
 
     return run, nodes
 
@@ -1249,7 +1328,10 @@ def narrow_exported(exported_program, *, mode: "Mode | str | None" = None, overf
     def run(args):
         interpreter = _xc.export_interpreter(graph_module, device)
         run_node_by_node(interpreter, nodes)   # findings at the model's lines
-        return interpreter.run(*args, enable_io_processing=False)
+        try:
+            return interpreter.run(*args, enable_io_processing=False)
+        finally:
+            interpreter.env.clear()
 
     spec = _trace(run, flat, paths, {}, resolved, policy, device, nodes=nodes, path="narrow_exported")
     # Parameters, buffers and constants are narrowed once, from the host copies.
@@ -1462,6 +1544,7 @@ def _compile_lazy(pending: list[torch.Tensor], ids: list, values: list, mode: Mo
     module, _ = xmlir.load(bytecode, trusted=True)
     text = xmlir.to_text(module)
     _adapt_spelling(module)
+    _match_result_dtypes(module, [t.dtype for t in pending])
     seed_id = _xc.seed_id()
     seed_index = ids.index(seed_id) if seed_id in ids else None
     try:

@@ -76,3 +76,56 @@ def run_python(code: str, env: dict | None = None, timeout: int = 300) -> subpro
     full_env = {**os.environ, "PJRT_DEVICE": "CPU", "PYTHONPATH": ROOT, **(env or {})}
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
                           env=full_env, cwd=ROOT)
+
+
+# A module as x64guard hands torch-xla's random draws to the core pass
+# (x64guard/_torch_xla_rng.py): the state from 32-bit words, one float32 and one int64 draw.
+RNG_PROBE = """
+func.func @main(%words: tensor<2x2xi32>) -> (tensor<4xf32>, tensor<4xi64>) {
+  %u = stablehlo.bitcast_convert %words : (tensor<2x2xi32>) -> tensor<2x2xui32>
+  %state = stablehlo.bitcast_convert %u : (tensor<2x2xui32>) -> tensor<2xui64>
+  %s1, %bits = stablehlo.rng_bit_generator %state, algorithm = DEFAULT : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4xui32>)
+  %s2, %wide = stablehlo.rng_bit_generator %state, algorithm = DEFAULT : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4xui64>)
+  %f = stablehlo.convert %bits : (tensor<4xui32>) -> tensor<4xf32>
+  %i = stablehlo.convert %wide : (tensor<4xui64>) -> tensor<4xi64>
+  return %f, %i : tensor<4xf32>, tensor<4xi64>
+}
+"""
+
+
+def core_keeps_rng_state() -> bool:
+    """Whether the core pass narrows torch-xla's random draws, keeping the state (the rng branch)."""
+    try:
+        quietly(x64guard.narrow, RNG_PROBE, mode="warn")
+    except x64guard.X64GuardError as error:
+        if any(f.kind in ("rng-state", "rng-bits", "bitcast-width") for f in error.findings):
+            return False
+        raise
+    return True
+
+
+_HLO_INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%[\w.-]+ = (\(.*?\)|\S+) ([a-z][\w-]*)\((.*)$")
+
+
+def wide_values_beside_rng_state(hlo: str) -> list[str]:
+    """Instructions of an HLO text whose result holds a 64-bit type, except the one
+    64-bit value the x32 profile allows a program that draws random numbers: the
+    u64[N] state of rng-bit-generator (made by bitcast-convert from u32 words, and the
+    state the generator returns)."""
+    wide = []
+    for line in hlo.splitlines():
+        match = _HLO_INSTRUCTION.match(line)
+        if match is None:
+            if HLO_WIDE.search(line) and "entry_computation_layout" in line:
+                wide.append(line.strip())      # a 64-bit parameter or result of the program
+            continue
+        result, op, rest = match.groups()
+        if not HLO_WIDE.search(result):
+            continue
+        if op == "rng-bit-generator" or (op == "bitcast-convert" and re.match(r"u64\[", result)
+                                         and "u32[" in rest):
+            continue
+        if op == "get-tuple-element" and "index=0" in rest and re.fullmatch(r"u64\[\d*\]\{?[\d,]*\}?", result):
+            continue
+        wide.append(line.strip())
+    return wide
