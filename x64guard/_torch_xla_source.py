@@ -196,6 +196,8 @@ def locate_findings(findings: Sequence[Finding], sources: "SourceMap | None") ->
                         modules.append(described)
                 location = f"{match.group('file')}:{match.group('line')}" + \
                     (f" [{', '.join(modules)}]" if modules else "")
+        elif finding.op == "func.func" and location.startswith("@"):
+            location = "the graph's inputs and results"   # the signature: no op of the model made it
         key = (finding.kind, finding.severity, finding.op, location, finding.message)
         if key in merged:
             previous = merged[key]
