@@ -37,7 +37,6 @@ UNTIL_RNG_BRANCH = {
     "test_models.py::test_exported_refuses[randn]",
     "test_beyond_the_flag.py::test_rng_flag_keeps_uint64_x64guard_refuses",
     "test_rng.py::test_dropout_in_training_is_refused_at_the_model_line",
-    "test_example.py::test_torch_xla_example",
 }
 
 
@@ -59,3 +58,19 @@ def pytest_collection_modifyitems(config, items):
 
 def _name(item) -> str:
     return os.path.basename(item.nodeid.split("::", 1)[0]) + "::" + item.nodeid.split("::", 1)[-1]
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The real-model table (tests/torch_xla/test_real_models.py), as markdown."""
+    import sys
+
+    module = sys.modules.get("tests.torch_xla.test_real_models")
+    results = getattr(module, "RESULTS", None)
+    if not results:
+        return
+    columns = ["inference", "training (2 steps)", "narrow_exported", "XLA_USE_32BIT_LONG=1", "narrowed (inference)"]
+    terminalreporter.write_sep("=", "x64guard real-model suite (torch-xla backend, against eager at 32 bits)")
+    terminalreporter.write_line("| model | " + " | ".join(columns) + " |")
+    terminalreporter.write_line("|---" * (len(columns) + 1) + "|")
+    for name, row in results.items():
+        terminalreporter.write_line(f"| {name} | " + " | ".join(row.get(c, "-") for c in columns) + " |")
