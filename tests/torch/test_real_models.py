@@ -37,49 +37,62 @@ _EXPLICIT = re.compile(r"\b(?:torch\.long|torch\.int64|\.long\(\)|dtype=torch\.i
 # aten ops whose index results exist only in int64 (x64guard converts them to the default at once).
 _INT64_ONLY_INDICES = {"sort", "topk", "max_pool2d_with_indices", "unique", "nonzero", "kthvalue", "mode",
                        "cummax", "cummin", "bincount", "multinomial", "searchsorted"}
-_LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (torch,))
+_LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (torch, xt))
 
 
 def _source_line(node: torch.fx.Node) -> tuple[str, str]:
-    """(file:line, code) of the innermost frame outside PyTorch that made the node."""
+    """(file:line, statement) of the innermost frame outside PyTorch and x64guard that made
+    the node; a statement spread over several lines is read whole."""
     frames = re.findall(r'File "([^"]+)", line (\d+), in [^\n]+\n([^\n]*)', node.meta.get("stack_trace") or "")
     for file, line, code in reversed(frames):
         if not os.path.abspath(file).startswith(_LIBRARY_DIRS):
-            return f"{os.path.basename(file)}:{line}", (linecache.getline(file, int(line)) or code).strip()
-    return ("?", "") if not frames else (f"{os.path.basename(frames[-1][0])}:{frames[-1][1]}", frames[-1][2].strip())
+            return f"{os.path.basename(file)}:{line}", _statement(file, int(line)) or code.strip()
+    if not frames:
+        return "?", ""
+    return f"{os.path.basename(frames[-1][0])}:{frames[-1][1]}", frames[-1][2].strip()
+
+
+def _statement(file: str, line: int) -> str:
+    text = linecache.getline(file, line)
+    k = line
+    while text.count("(") > text.count(")") and k < line + 8:
+        k += 1
+        text += linecache.getline(file, k)
+    return " ".join(text.split())
 
 
 def _is_int64(node: torch.fx.Node) -> bool:
     return any(isinstance(v, torch.Tensor) and v.dtype is torch.int64 for v in node_values(node))
 
 
-def _why(node: torch.fx.Node, derived: set[torch.fx.Node]) -> str:
-    """Why an int64 result is there."""
+def _why(node: torch.fx.Node, reasons: dict[torch.fx.Node, str]) -> str:
+    """Why an int64 result is there: an int64 input, an explicit int64 request in the
+    source, an index aten has only in int64, or what it is computed from."""
     if node.op == "placeholder":
         return "int64 input"
     target = getattr(node.target, "__name__", str(node.target)).split(".")[0]
     if target in _INT64_ONLY_INDICES:
         return "aten index result (int64 only)"
-    if node.op == "call_function" and any(isinstance(a, torch.fx.Node) and a in derived
-                                          for a in node.all_input_nodes):
-        return "follows an int64 input"
     _, code = _source_line(node)
     if _EXPLICIT.search(code):
         return "explicit int64 in library code"
+    sources = {reasons[a] for a in node.all_input_nodes if a in reasons}
+    if "int64 input" in sources or "follows an int64 input" in sources:
+        return "follows an int64 input"
+    if sources:
+        return "follows an explicit int64 request"
     return "unexplained"
 
 
 def _int64_results(graphs: list[torch.fx.GraphModule]) -> list[tuple[torch.fx.Node, str]]:
     found = []
     for gm in graphs:
-        derived: set[torch.fx.Node] = set()
+        reasons: dict[torch.fx.Node, str] = {}
         for node in gm.graph.nodes:
             if node.op == "output" or not _is_int64(node):
                 continue
-            reason = _why(node, derived)
-            if reason in ("int64 input", "follows an int64 input"):
-                derived.add(node)
-            found.append((node, reason))
+            reasons[node] = _why(node, reasons)
+            found.append((node, reasons[node]))
     return found
 
 
