@@ -104,7 +104,7 @@ def core_keeps_rng_state() -> bool:
     return True
 
 
-_HLO_INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%[\w.-]+ = (\(.*?\)|\S+) ([a-z][\w-]*)\((.*)$")
+_HLO_INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%([\w.-]+) = (\(.*?\)|\S+) ([a-z][\w-]*)\((.*)$")
 
 
 def wide_values_beside_rng_state(hlo: str) -> list[str]:
@@ -112,6 +112,7 @@ def wide_values_beside_rng_state(hlo: str) -> list[str]:
     64-bit value the x32 profile allows a program that draws random numbers: the
     u64[N] state of rng-bit-generator (made by bitcast-convert from u32 words, and the
     state the generator returns)."""
+    types: dict[str, str] = {}
     wide = []
     for line in hlo.splitlines():
         match = _HLO_INSTRUCTION.match(line)
@@ -119,11 +120,14 @@ def wide_values_beside_rng_state(hlo: str) -> list[str]:
             if HLO_WIDE.search(line) and "entry_computation_layout" in line:
                 wide.append(line.strip())      # a 64-bit parameter or result of the program
             continue
-        result, op, rest = match.groups()
+        name, result, op, rest = match.groups()
+        types[name] = result
         if not HLO_WIDE.search(result):
             continue
+        operand = re.search(r"%([\w.-]+)", rest)
+        operand_type = types.get(operand.group(1), "") if operand else ""
         if op == "rng-bit-generator" or (op == "bitcast-convert" and re.match(r"u64\[", result)
-                                         and "u32[" in rest):
+                                         and ("u32[" in rest.split(")")[0] or operand_type.startswith("u32["))):
             continue
         if op == "get-tuple-element" and "index=0" in rest and re.fullmatch(r"u64\[\d*\]\{?[\d,]*\}?", result):
             continue
