@@ -3,20 +3,28 @@
     torch.compile(model, backend="x64guard")              # a dynamo backend (entry point)
     x64guard.torch_xla.compile(model, mode=None, overflow="error")
     x64guard.torch_xla.narrow_exported(exported_program)  # torch.export programs
+    x64guard.torch_xla.to_device(model_or_batch)          # 64-bit data narrowed on the host, then moved
+    x64guard.torch_xla.sync(model, optimizer, loss)       # a lazy-tensor step, narrowed
 
-How a graph runs (the same for both): torch-xla traces it lazily at full width and
-lowers it to StableHLO (`_get_stablehlo`, the lowering itself, not a serialized portable
-artifact); `x64guard.narrow` narrows that module; the narrowed module becomes an
-XlaComputation that torch-xla calls as one op of its lazy graph (the route torch-xla's
-own `call_jax` takes), compiled once into torch-xla's computation cache and run from
-there on every later call with the same input signature (`_run_cached_graph`, what
-torch-xla's own dynamo backend does). Inputs are cast to 32 bits on the way in, integers
-range-checked; outputs are 32-bit XLA tensors.
+How a graph runs: torch-xla traces it lazily at full width and lowers it to StableHLO
+(`_get_stablehlo`, the lowering itself, not a serialized portable artifact); this module
+adapts torch-xla's spelling (erf, result dtypes), takes the random-number generators'
+seed arithmetic out of the program (x64guard/_torch_xla_rng.py) and places every op at
+its model line (x64guard/_torch_xla_source.py); `x64guard.narrow` narrows the module; the
+narrowed module becomes an XlaComputation that torch-xla calls as one op of its lazy
+graph (the route torch-xla's own `call_jax` takes), compiled once into torch-xla's
+computation cache and run from there on every later call with the same input signature
+(`_run_cached_graph`, what torch-xla's own dynamo backend does). Graphs that need
+gradients or write to their inputs go through AOTAutograd first, as torch-xla's `openxla`
+backend does; their forward and backward graphs are narrowed alike.
+
+Inputs are cast to 32 bits on the way in (on the host when they come from the host,
+integers range-checked); outputs are 32-bit XLA tensors.
 
 Only adapts: the narrowing is `x64guard.narrow`'s. What this module adds is torch-xla
-plumbing, the boundary casts, and repairs of torch-xla 2.9 gaps met on the way
-(reductions over an empty dim list, FFTs, which torch-xla runs on the CPU, and its
-`custom_call @mhlo.erf` spelling of erf). Every private torch-xla call is in
+plumbing, the boundary, and repairs of torch-xla 2.9 gaps met on the way (reductions over
+an empty dim list, FFTs, which torch-xla runs on the CPU, its `custom_call @mhlo.erf`
+spelling of erf, native_dropout's scale). Every private torch-xla call is in
 x64guard/_torch_xla_compat.py.
 """
 
