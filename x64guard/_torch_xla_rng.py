@@ -29,8 +29,6 @@ refused (`rng-state-source`), never guessed.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
-
 import numpy as np
 from jax.extend.mlir import ir
 
@@ -263,9 +261,6 @@ def _drop_argument_attributes(main: ir.Operation, removed: int | None, count: in
     while len(attrs) < count:
         attrs.append(ir.DictAttr.get({}))
     main.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
-
-
-SeedAdvance = Callable[[int], int]
 
 
 def openxla_next_seed(seed: int) -> int:

@@ -58,7 +58,7 @@ from x64guard._torch_xla_rng import (STATE_LOCATION, RngStateError, RngStates, e
                                      openxla_next_seed)  # noqa: E402
 from x64guard._torch_xla_source import SourceMap, locate_findings, run_node_by_node  # noqa: E402
 from x64guard.api import NarrowResult, narrow  # noqa: E402
-from x64guard.errors import X64GuardError, X64GuardWarning  # noqa: E402
+from x64guard.errors import X64GuardError  # noqa: E402
 from x64guard.findings import Finding, Severity, format_findings  # noqa: E402
 from x64guard.modes import Mode, resolve_mode, resolve_overflow  # noqa: E402
 
