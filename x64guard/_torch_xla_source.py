@@ -21,12 +21,14 @@ import dataclasses
 import functools
 import os
 import re
+import types
 from collections import defaultdict
 from typing import Any, Callable, Sequence
 
 import torch
 from jax.extend.mlir import ir
 
+import x64guard
 from x64guard.findings import Finding
 
 TRAMPOLINE_FILE = "x64guard-fx-node"
@@ -35,16 +37,18 @@ _STACK_FRAME = re.compile(r'File "([^"]+)", line (\d+), in ([^\n]+)\n([^\n]*)')
 _LOCATION = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<column>\d+)$")
 
 # Frames in these directories are PyTorch's and x64guard's own, never the model's line.
-_LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
-                      for m in (torch, __import__("x64guard")))
+_LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (torch, x64guard))
+
+
+def _at_node(run, node): return run(node)  # noqa: E704 - one line: the call's line is the code's first line
 
 
 @functools.lru_cache(maxsize=None)
 def _trampoline(index: int) -> Callable[[Callable, Any], Any]:
-    """A function whose frame is TRAMPOLINE_FILE, line index + 1, calling run(node)."""
-    namespace: dict = {}
-    exec(compile("\n" * index + "def at_node(run, node): return run(node)\n", TRAMPOLINE_FILE, "exec"), namespace)
-    return namespace["at_node"]
+    """`_at_node` with its code relocated to TRAMPOLINE_FILE, line index + 1 (nothing is
+    compiled or evaluated: the same bytecode under another file name and first line)."""
+    code = _at_node.__code__.replace(co_filename=TRAMPOLINE_FILE, co_firstlineno=index + 1)
+    return types.FunctionType(code, _at_node.__globals__, "at_node")
 
 
 def run_node_by_node(interpreter: torch.fx.Interpreter, nodes: Sequence[torch.fx.Node]) -> None:
