@@ -22,7 +22,7 @@ if importlib.util.find_spec("torch_xla") is None:  # pragma: no cover
 # test file :: test name [parameters]
 NEEDS_RNG_BRANCH = {
     "test_rng.py::test_backend_draws_what_torch_xla_draws_for_the_same_seed",
-    "test_rng.py::test_backend_randint_draws_32bit_words_from_torch_xla_state",
+    "test_rng.py::test_backend_randint_draws_what_torch_xla_draws",
     "test_rng.py::test_random_ops_in_a_compiled_training_step_run",
     "test_rng.py::test_transformer_with_dropout_trains",
     "test_rng.py::test_compiled_dropout_is_torch_xla_eager_dropout_openxla_is_not",
