@@ -19,6 +19,10 @@ narrowed.
   (e) a float32 MLP on float32 inputs: nothing to narrow, the same program on both
       sides, so the ratio is the backend's own per-call cost (in (a)-(c) x64guard runs
       float32 where openxla runs float64, which is part of the difference).
+  (f) a training step: a tiny GPT-2 (transformers, float32, dropout 0, int32 ids and
+      labels on the device), forward and backward through the backend (AOTAutograd on
+      both sides), SGD outside, torch_xla.sync() after each step. Target:
+      x64guard / openxla <= 1.10.
 
 `run(runs)` prints this section and returns its figures; `summary(figures)` gives the
 lines of the final table.
@@ -45,7 +49,9 @@ _ROOT = Path(__file__).resolve().parent.parent
 
 
 TARGET_STEADY = 1.10
+TARGET_TRAINING = 1.10
 CALLS, MIN_LOOPS = 200, 11
+TRAIN_STEPS, TRAIN_LOOPS = 10, 5
 BATCH, LENGTH, VOCAB = 2, 12, 64
 
 
@@ -166,8 +172,10 @@ def run(runs: int) -> dict:
     best = {name: min(t) for name, t in times.items()}
     figures["e_float32_mlp"] = {"openxla_us": best["openxla"] * 1e6, "x64guard_us": best["x64guard"] * 1e6,
                                 "ratio": best["x64guard"] / best["openxla"]}
+    figures["f_training_step"] = _training_step(max(TRAIN_LOOPS, runs))
     figures["counters"] = xt.counters()
     figures["met"] = figures["a_same_tokens"]["ratio"] <= TARGET_STEADY
+    figures["training_met"] = figures["f_training_step"]["ratio"] <= TARGET_TRAINING
     figures["target"] = f"<= {TARGET_STEADY}"
 
     a, b, c = figures["a_same_tokens"], figures["b_fresh_int64"], figures["c_fresh_int32"]
@@ -184,12 +192,64 @@ def run(runs: int) -> dict:
     e = figures["e_float32_mlp"]
     print(f"(e) float32 MLP, nothing to narrow: openxla {e['openxla_us']:7.1f} us   x64guard {e['x64guard_us']:7.1f} us"
           f"   ratio {e['ratio']:.3f}  (the same program on both sides: the backend's own cost)")
+    f = figures["f_training_step"]
+    print(f"(f) training step, GPT-2 (2 layers, d=64, 2x12 tokens): openxla {f['openxla_ms']:6.1f} ms   x64guard "
+          f"{f['x64guard_ms']:6.1f} ms   ratio {f['ratio']:.3f} (of medians {f['ratio_of_medians']:.3f})  "
+          f"target <= {TARGET_TRAINING}  {_met(figures['training_met'])}; losses equal: "
+          f"{'yes' if f['same_losses'] else 'NO'}")
     print(f"(d) first call: openxla {first['openxla'] * 1e3:.0f} ms, x64guard {first['x64guard'] * 1e3:.0f} ms; "
           f"greedy tokens equal: {'yes' if same_tokens else 'NO'}, max |logit difference| {max_diff:.1e} "
           f"(float32 against float64)")
     figures["section_s"] = time.perf_counter() - start_section
     print(f"    (torch-xla section took {figures['section_s']:.0f} s)")
     return figures
+
+
+def _training_step(loops: int) -> dict:
+    """(f): the same tiny GPT-2 trained through each backend, steps interleaved by loop."""
+    import torch
+    import torch_xla
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    device = torch_xla.device()
+    torch.manual_seed(0)
+    base = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=500, n_positions=64,
+                                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=1,
+                                      eos_token_id=2))
+    ids = torch.randint(0, 500, (2, 12), generator=torch.Generator().manual_seed(1)).to(torch.int32).to(device)
+    mask = torch.ones(2, 12, dtype=torch.int32).to(device)
+    sides = {}
+    for name in ("openxla", "x64guard"):
+        torch._dynamo.reset()
+        model = copy.deepcopy(base).to(device)
+        sides[name] = (torch.compile(model, backend=name), torch.optim.SGD(model.parameters(), lr=0.01))
+
+    def steps(name: str, count: int) -> tuple[float, float]:
+        fn, optimizer = sides[name]
+        gc.collect()
+        begin = time.perf_counter()
+        for _ in range(count):
+            loss = fn(input_ids=ids, attention_mask=mask, labels=ids, use_cache=False).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            torch_xla.sync()
+        value = loss.item()
+        return (time.perf_counter() - begin) / count, value
+
+    losses = {name: steps(name, 2)[1] for name in sides}        # compile and warm up
+    same = abs(losses["openxla"] - losses["x64guard"]) <= 1e-5 * abs(losses["openxla"])
+    times = {name: [] for name in sides}
+    for _ in range(loops):
+        for name in sides:
+            times[name].append(steps(name, TRAIN_STEPS)[0])
+    best = {name: min(t) for name, t in times.items()}
+    median = {name: statistics.median(t) for name, t in times.items()}
+    return {"openxla_ms": best["openxla"] * 1e3, "x64guard_ms": best["x64guard"] * 1e3,
+            "ratio": best["x64guard"] / best["openxla"], "ratio_of_medians": median["x64guard"] / median["openxla"],
+            "same_losses": same, "steps_per_loop": TRAIN_STEPS, "loops": loops,
+            "openxla_loops_ms": [t * 1e3 for t in times["openxla"]],
+            "x64guard_loops_ms": [t * 1e3 for t in times["x64guard"]]}
 
 
 def summary(figures: dict) -> list[str]:
@@ -205,6 +265,9 @@ def summary(figures: dict) -> list[str]:
         f"      (fresh int64 tokens each call: ratio {b['ratio']:.2f}; fresh int32 tokens: ratio {c['ratio']:.2f}; "
         f"float32 MLP, nothing narrowed: ratio {figures['e_float32_mlp']['ratio']:.2f}; "
         f"first call {first['x64guard'] * 1e3:.0f} ms vs {first['openxla'] * 1e3:.0f} ms)",
+        f"  (f) training step (GPT-2)  x64guard {figures['f_training_step']['x64guard_ms']:.1f} ms  openxla "
+        f"{figures['f_training_step']['openxla_ms']:.1f} ms  ratio {figures['f_training_step']['ratio']:.2f}  "
+        f"target <= {TARGET_TRAINING}  {_met(figures['training_met'])}",
     ]
 
 

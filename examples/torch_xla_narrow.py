@@ -1,13 +1,16 @@
-"""A torch-xla model written with PyTorch's 64-bit defaults, run narrowed by x64guard.
+"""A torch-xla model written with PyTorch's 64-bit defaults, run and trained narrowed by x64guard.
 
     PJRT_DEVICE=CPU python examples/torch_xla_narrow.py
 
-The model keeps its float64 parameters and takes int64 token ids, as PyTorch makes them;
-x64guard's dynamo backend runs it on the XLA device with no 64-bit type in the program,
-refuses what it cannot narrow (an id that int32 cannot hold, random numbers drawn in the
-graph) instead of wrapping it, and does the same for a torch.export program.
+The model keeps float64 parameters and takes int64 token ids, as PyTorch makes them.
+x64guard moves it to the XLA device narrowed on the host (nothing 64-bit is transferred),
+runs and trains it through `torch.compile(backend="x64guard")` with no 64-bit type in what
+XLA compiles, refuses what it cannot narrow (an id int32 cannot hold) instead of wrapping
+it, names the model's own lines in its findings, and does the same for a lazy-tensor loop
+and a torch.export program.
 """
 
+import copy
 import os
 import re
 import warnings
@@ -19,73 +22,106 @@ import torch_xla  # noqa: E402
 from torch import nn  # noqa: E402
 
 import x64guard  # noqa: E402
-import x64guard.torch_xla  # noqa: E402  (torch.compile finds backend="x64guard" even without this import)
+import x64guard.torch_xla as xt  # noqa: E402  (torch.compile finds backend="x64guard" even without this import)
 
 
 class Tagger(nn.Module):
-    """Token ids (int64) -> embeddings + positions (arange: int64) -> a float64 MLP ->
-    the best tag of each token (argmax: int64) and the sequence's mean score."""
+    """Token ids (int64) -> embeddings + positions (arange: int64) -> a float64 MLP with
+    dropout -> the best tag of each token (argmax: int64), and a training loss."""
 
-    def __init__(self, vocab=100, dim=16, tags=5):
+    def __init__(self, vocab=100, dim=16, tags=5, dropout=0.0):
         super().__init__()
         self.embed = nn.Embedding(vocab, dim)
         self.position = nn.Embedding(32, dim)
-        self.mlp = nn.Sequential(nn.Linear(dim, 32), nn.GELU(), nn.Linear(32, tags))
+        self.mlp = nn.Sequential(nn.Linear(dim, 32), nn.GELU(), nn.Dropout(dropout), nn.Linear(32, tags))
         self.double()
 
-    def forward(self, ids):
+    def forward(self, ids, targets):
         positions = torch.arange(ids.shape[1], device=ids.device)
         scores = self.mlp(self.embed(ids) + self.position(positions))
-        return scores.argmax(dim=-1), scores.amax(dim=-1).mean()
+        loss = nn.functional.cross_entropy(scores.reshape(-1, scores.shape[-1]), targets.reshape(-1).long())
+        return scores.argmax(dim=-1), loss
+
+
+def wide_types(hlo: str) -> list[str]:
+    return sorted(set(re.findall(r"\b(?:s64|u64|f64|c128)\[", hlo)))
 
 
 def main():
+    warnings.simplefilter("ignore", x64guard.X64GuardWarning)
     torch.manual_seed(0)
-    device = torch_xla.device()
-    model = Tagger().eval()
+    model = Tagger()
     ids = torch.randint(0, 100, (2, 8))
-    with torch.no_grad():
-        tags_cpu, score_cpu = model(ids)
+    targets = torch.randint(0, 5, (2, 8))
+    reference = copy.deepcopy(model).float()            # eager PyTorch at 32 bits, for comparison
 
-    # 1. The dynamo backend: float64 parameters and int64 ids stay as they are.
-    on_device = Tagger().eval()
-    on_device.load_state_dict(model.state_dict())
-    compiled = torch.compile(on_device.to(device), backend="x64guard")
-    with warnings.catch_warnings(record=True) as caught, torch.no_grad():
-        warnings.simplefilter("always")
-        tags, score = compiled(ids.to(device))
-    print("backend:      tags", tags.dtype, "score", score.dtype, "on", tags.device)
-    print("              same tags as eager float64 on the CPU:", torch.equal(tags.cpu(), tags_cpu.to(torch.int32)))
-    print(f"              score {score.item():.6f} vs eager {score_cpu.item():.6f}")
-    print("              warning:", next(str(w.message) for w in caught
-                                         if issubclass(w.category, x64guard.X64GuardWarning)))
-    (spec,) = x64guard.torch_xla.compiled_graphs()[-1].specializations()
-    wide = sorted(set(re.findall(r"\b(?:s64|u64|f64|c128)\[", spec.program.hlo)))
-    print("              64-bit types in the HLO torch-xla runs:", wide or "none")
+    # 1. One call moves the model and the batch to the device, narrowed and range-checked on the host.
+    on_device = xt.to_device(model)
+    batch = xt.to_device({"ids": ids, "targets": targets})
+    print("to_device:    parameters", {p.dtype for p in on_device.parameters()}, "| ids", batch["ids"].dtype,
+          "on", batch["ids"].device)
 
-    # 2. Never wraps: an id that int32 cannot hold is refused, naming the input.
+    # 2. Training through the backend: forward and backward graphs narrowed, optimizer outside.
+    compiled = torch.compile(on_device, backend="x64guard")
+    optimizer = torch.optim.SGD(on_device.parameters(), lr=0.5)
+    reference_optimizer = torch.optim.SGD(reference.parameters(), lr=0.5)
+    for step in range(3):
+        tags, loss = compiled(**batch)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        expected_tags, expected = reference(ids, targets)
+        expected.backward()
+        reference_optimizer.step()
+        reference_optimizer.zero_grad()
+        print(f"train step {step}: loss {loss.item():.6f} (eager float32 {expected.item():.6f}), tags {tags.dtype}, "
+              f"same tags: {torch.equal(tags.cpu(), expected_tags.to(torch.int32))}")
+    hlo = "".join(spec.program.hlo for graph in xt.compiled_graphs() for spec in graph.specializations())
+    print("              64-bit types in the HLO torch-xla runs:", wide_types(hlo) or "none")
+
+    # 3. Never wraps: an id that int32 cannot hold is refused on the host, before any transfer.
     too_big = ids.clone()
     too_big[1, 3] = 2**40
     try:
-        with torch.no_grad():
-            compiled(too_big.to(device))
+        xt.to_device({"ids": too_big})
     except x64guard.X64GuardError as error:
         print("refused:     ", str(error).split(";")[0])
 
-    # 3. Random numbers drawn in the graph are refused, not run from another generator.
-    noisy = torch.compile(lambda x: x + torch.randn(x.shape, device=x.device), backend="x64guard")
+    # 4. Findings at the model's own line, with its module path (mode="error" lists every 64-bit use).
+    strict = torch.compile(copy.deepcopy(model).to(torch_xla.device()), backend="x64guard", options={"mode": "error"})
     try:
-        noisy(torch.zeros(3, device=device))
+        strict(ids.to(torch_xla.device()), targets.to(torch_xla.device()))
     except x64guard.X64GuardError as error:
-        print("refused:     ", str(error).split(";")[0], [f.kind for f in error.findings])
+        here = [f for f in error.findings if os.path.basename(__file__) in f.location and "[" in f.location]
+        print("mode=error: ", len(error.findings), "findings, e.g.",
+              re.sub(r"^.*/", "", here[0].location), here[0].op)
 
-    # 4. torch.export programs: narrowed, then run on the device; inputs may stay on the host.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", x64guard.X64GuardWarning)
-        program = x64guard.torch_xla.narrow_exported(torch.export.export(model, (ids,)))
-    tags2, score2 = program(ids)
+    # 5. Dropout in the compiled step: torch-xla's generator state is passed in as 32-bit words
+    # and kept as the one 64-bit value (the x32 profile's RNG state).
+    noisy = xt.to_device(Tagger(dropout=0.2))
+    _, loss = torch.compile(noisy, backend="x64guard")(**batch)
+    loss.backward()
+    print("dropout:      trained a step with in-graph dropout, loss", f"{loss.item():.4f}")
+
+    # 6. The lazy-tensor loop, synced through x64guard instead of torch_xla.sync().
+    lazy = xt.to_device(model)
+    lazy_optimizer = torch.optim.SGD(lazy.parameters(), lr=0.5)
+    for _ in range(2):
+        _, loss = lazy(**batch)
+        loss.backward()
+        lazy_optimizer.step()
+        lazy_optimizer.zero_grad()
+        xt.sync(lazy, lazy_optimizer, loss)
+    print(f"lazy loop:    loss {loss.item():.6f}, programs narrowed", len(xt._LAZY_PROGRAMS))
+
+    # 7. torch.export programs: narrowed, then run on the device; inputs may stay on the host.
+    eval_model = copy.deepcopy(model).eval()
+    program = xt.narrow_exported(torch.export.export(eval_model, (ids, targets)))
+    tags2, _ = program(ids, targets)
+    with torch.no_grad():
+        expected_tags, _ = eval_model(ids, targets)
     print("exported:     changes", dict(sorted(program.changes.items())), "| same tags:",
-          torch.equal(tags2.cpu(), tags_cpu.to(torch.int32)), f"| score {score2.item():.6f}")
+          torch.equal(tags2.cpu(), expected_tags.to(torch.int32)))
     print("              x32 check of the narrowed StableHLO:", "ok" if x64guard.check(program.text).ok else "NOT OK")
 
 

@@ -46,6 +46,52 @@ def stablehlo_text(tensors: Sequence, device: str) -> str:
     return _xlac()._get_stablehlo(list(tensors), device, [], False).decode("utf-8")
 
 
+def stablehlo_bytecode(tensors: Sequence, device: str) -> bytes:
+    """The same module as MLIR bytecode: unlike the text, it keeps the ops' locations
+    (the Python stacks recorded under `python_frames_recorded`)."""
+    return _xlac()._get_stablehlo(list(tensors), device, [], True)
+
+
+@contextlib.contextmanager
+def python_frames_recorded() -> Iterator[None]:
+    """torch-xla records the Python stack of every IR node created meanwhile (its IR
+    debugging, `FLAGS_torch_lazy_ir_debug`), and a lowering done meanwhile writes it into
+    each op's location as `callsite(...)` (both need the flag). Process-wide: restored on exit. (`XLA_HLO_DEBUG`, which
+    torch-xla's own export sets, is read once per process and cannot be turned on later.)"""
+    xlac = _xlac()
+    previous = xlac._get_ir_debug()
+    xlac._set_ir_debug(True)
+    try:
+        yield
+    finally:
+        xlac._set_ir_debug(previous)
+
+
+@contextlib.contextmanager
+def device_data_transfers() -> Iterator[None]:
+    """0-dim tensors moved to the device meanwhile become device data, as any other
+    tensor does: by default torch-xla turns a 0-dim tensor holding 0 or 1 (its "special
+    scalars") into a constant of the graph instead, which would freeze the value of an
+    input into a program. Process-wide: restored on exit."""
+    xlac = _xlac()
+    previous = xlac._get_xla_handle_special_scalars()
+    xlac._set_xla_handle_special_scalars(False)
+    try:
+        yield
+    finally:
+        xlac._set_xla_handle_special_scalars(previous)
+
+
+def rng_seed(device: str) -> int:
+    """torch-xla's running RNG seed for `device` (a host value: no device read)."""
+    return int(_xlac()._xla_get_rng_seed(device))
+
+
+def set_rng_seed(seed: int, device: str) -> None:
+    """Set torch-xla's RNG seed for `device` (also drops pending seed arithmetic)."""
+    _xlac()._xla_set_rng_seed(int(seed), device)
+
+
 def hlo_text(tensors: Sequence) -> str:
     """The HLO text of the pending graph rooted at `tensors` (what torch-xla compiles)."""
     return _xlac()._get_xla_tensors_hlo(list(tensors))
@@ -92,7 +138,7 @@ def needs_materialization(tensors: Sequence) -> list[bool]:
 def materialize(tensors: Sequence, device: str) -> None:
     """Execute the pending graph of `tensors` only (other live tensors keep theirs)."""
     if tensors:
-        _xlac()._xla_sync_multi(list(tensors), [device], wait=False, sync_xla_data=True)
+        _xlac()._xla_sync_multi(list(tensors), [device], wait=True, sync_xla_data=True)
 
 
 def seed_id() -> int:
@@ -144,6 +190,14 @@ def placeholder(shape: Sequence[int], dtype):
 
     xla_type = xla_builder.Op.from_torch_type(dtype)
     return _xlac()._xla_create_placeholder_tensor(xla_builder.mkshape(xla_type, tuple(shape)).shape)
+
+
+def replace_data(tensor, source) -> None:
+    """`tensor` takes `source`'s device data (and drops its pending IR); what
+    `x64guard.torch_xla.sync` does with each result of a narrowed lazy graph. (Public
+    API; torch-xla's own `_replace_xla_tensor` keeps the tensor's view base, whose pending
+    IR then grew from step to step: the graph of step k held steps 0..k.)"""
+    tensor.data = source
 
 
 def graph_hash(tensors: Sequence) -> bytes:

@@ -3,31 +3,40 @@
     torch.compile(model, backend="x64guard")              # a dynamo backend (entry point)
     x64guard.torch_xla.compile(model, mode=None, overflow="error")
     x64guard.torch_xla.narrow_exported(exported_program)  # torch.export programs
+    x64guard.torch_xla.to_device(model_or_batch)          # 64-bit data narrowed on the host, then moved
+    x64guard.torch_xla.sync(model, optimizer, loss)       # a lazy-tensor step, narrowed
 
-How a graph runs (the same for both): torch-xla traces it lazily at full width and
-lowers it to StableHLO (`_get_stablehlo`, the lowering itself, not a serialized portable
-artifact); `x64guard.narrow` narrows that module; the narrowed module becomes an
-XlaComputation that torch-xla calls as one op of its lazy graph (the route torch-xla's
-own `call_jax` takes), compiled once into torch-xla's computation cache and run from
-there on every later call with the same input signature (`_run_cached_graph`, what
-torch-xla's own dynamo backend does). Inputs are cast to 32 bits on the way in, integers
-range-checked; outputs are 32-bit XLA tensors.
+How a graph runs: torch-xla traces it lazily at full width and lowers it to StableHLO
+(`_get_stablehlo`, the lowering itself, not a serialized portable artifact); this module
+adapts torch-xla's spelling (erf, result dtypes), takes the random-number generators'
+seed arithmetic out of the program (x64guard/_torch_xla_rng.py) and places every op at
+its model line (x64guard/_torch_xla_source.py); `x64guard.narrow` narrows the module; the
+narrowed module becomes an XlaComputation that torch-xla calls as one op of its lazy
+graph (the route torch-xla's own `call_jax` takes), compiled once into torch-xla's
+computation cache and run from there on every later call with the same input signature
+(`_run_cached_graph`, what torch-xla's own dynamo backend does). Graphs that need
+gradients or write to their inputs go through AOTAutograd first, as torch-xla's `openxla`
+backend does; their forward and backward graphs are narrowed alike.
+
+Inputs are cast to 32 bits on the way in (on the host when they come from the host,
+integers range-checked); outputs are 32-bit XLA tensors.
 
 Only adapts: the narrowing is `x64guard.narrow`'s. What this module adds is torch-xla
-plumbing, the boundary casts, and repairs of torch-xla 2.9 gaps met on the way
-(reductions over an empty dim list, FFTs, which torch-xla runs on the CPU, and its
-`custom_call @mhlo.erf` spelling of erf). Every private torch-xla call is in
+plumbing, the boundary, and repairs of torch-xla 2.9 gaps met on the way (reductions over
+an empty dim list, FFTs, which torch-xla runs on the CPU, its `custom_call @mhlo.erf`
+spelling of erf, native_dropout's scale). Every private torch-xla call is in
 x64guard/_torch_xla_compat.py.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import itertools
 import threading
 import weakref
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 try:
     import torch
@@ -44,12 +53,17 @@ import numpy as np  # noqa: E402
 from torch.utils import _pytree as pytree  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
+from x64guard import mlir as xmlir  # noqa: E402
+from x64guard._torch_xla_rng import (STATE_LOCATION, RngStateError, RngStates, extract_rng_states,  # noqa: E402
+                                     openxla_next_seed)  # noqa: E402
+from x64guard._torch_xla_source import SourceMap, locate_findings, run_node_by_node  # noqa: E402
 from x64guard.api import NarrowResult, narrow  # noqa: E402
 from x64guard.errors import X64GuardError  # noqa: E402
-from x64guard.findings import Finding, Severity  # noqa: E402
+from x64guard.findings import Finding, Severity, format_findings  # noqa: E402
 from x64guard.modes import Mode, resolve_mode, resolve_overflow  # noqa: E402
 
-__all__ = ["backend", "compile", "narrow_exported", "NarrowedProgram", "NARROW_DTYPE", "counters"]
+__all__ = ["backend", "compile", "narrow_exported", "to_device", "sync", "NarrowedProgram", "NARROW_DTYPE", "counters",
+           "TorchXlaFailure"]
 
 BACKEND_NAME = "x64guard"
 
@@ -103,18 +117,65 @@ class _TorchXlaRepairs(TorchDispatchMode):
       become XLA's `fft` op, lowered by JAX at full width inside the traced graph, so
       that the core pass narrows them with the rest (complex128 -> complex64).
 
+    * `native_dropout` in training (what dropout becomes under AOTAutograd and
+      torch.export) is computed as torch-xla's own eager `dropout` computes it: keep where
+      a uniform draw is below 1 - p, scale by 1/(1-p), a bool mask. torch-xla 2.9 lowers
+      native_dropout with the scale 1/p (p=0.1: kept values x10, not x1.11) and its mask
+      as float32 holding that scale, so that openxla's compiled dropout is wrong for any
+      p but 0.5 and its gradients do not match its forward. The draw is torch-xla's
+      `rand` (the same rng_bit_generator words native_dropout draws).
+
+    With `narrow_transfers` (an overflow policy, while x64guard traces a graph it will
+    narrow), a 64-bit host tensor the graph moves to the device (`.to(device)`) is
+    narrowed on the host and moved at 32 bits, then widened inside the graph, so that no
+    64-bit data reaches the device.
+
     Anything that is not an XLA tensor (fake tensors of torch.export's own tracing) is
     passed through untouched.
     """
 
+    def __init__(self, narrow_transfers: str | None = None):
+        super().__init__()
+        self._narrow_transfers = narrow_transfers
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if self._narrow_transfers is not None and func is _A._to_copy.default:
+            moved = self._narrowed_transfer(args[0], kwargs)
+            if moved is not None:
+                return moved
         if args and _is_xla(args[0]):
+            if func is _A.native_dropout.default:
+                return _native_dropout(*args, **kwargs)
             if func in _EMPTY_DIM_MEANS_ALL:
                 args, kwargs = _full_dims(func, args, kwargs)
             elif func in _FFT_OPS:
                 return _fft(func, *args, **kwargs)
         return func(*args, **kwargs)
+
+    def _narrowed_transfer(self, source, kwargs: dict) -> torch.Tensor | None:
+        target = kwargs.get("device")
+        if not isinstance(source, torch.Tensor) or source.device.type != "cpu" or target is None or \
+                torch.device(target).type != "xla":
+            return None
+        wide = kwargs.get("dtype") or source.dtype
+        if wide not in NARROW_DTYPE:
+            return None
+        narrowed = _narrow_on_host(source.detach().to(wide), NARROW_DTYPE[wide], "a tensor the graph moves to the "
+                                   "device", self._narrow_transfers)
+        with _xc.device_data_transfers():
+            moved = narrowed.to(target)
+        return moved.to(wide)
+
+
+def _native_dropout(x: torch.Tensor, p: float, train: bool | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """aten.native_dropout with PyTorch's meaning: (x * mask / (1 - p), mask)."""
+    if not train or p == 0:
+        return x.clone(), torch.ones_like(x, dtype=torch.bool)
+    if p == 1:
+        return torch.zeros_like(x), torch.zeros_like(x, dtype=torch.bool)
+    keep = torch.rand_like(x) < (1 - p)
+    return x * keep * (1.0 / (1 - p)), keep
 
 
 def _full_dims(func, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -270,6 +331,19 @@ def _check_host_range(x: torch.Tensor, dtype: torch.dtype, path: str) -> None:
         raise _range_error(path, lo if lo < info.min else hi, dtype)
 
 
+def _narrow_on_host(x: torch.Tensor, dtype: torch.dtype, path: str, overflow: str = "error") -> torch.Tensor:
+    """A 64-bit host tensor as `dtype`, on the host. Integers that do not fit raise
+    (overflow 'error', always for inputs: x64guard never wraps them), or saturate or wrap
+    as asked (constants the graph makes, like the core pass's constants)."""
+    if x.dtype in _INTEGER_NARROW and x.numel() > 0:
+        if overflow == "saturate":
+            info = torch.iinfo(dtype)
+            x = x.clamp(info.min, info.max)
+        elif overflow != "wrap":
+            _check_host_range(x, dtype, path)
+    return x.detach().to(dtype)
+
+
 def _narrow_on_device(x: torch.Tensor, dtype: torch.dtype, path: str, device: str,
                       checks: list | None = None) -> torch.Tensor:
     """Cast a 64-bit XLA tensor at the boundary, once per device buffer: a small graph of
@@ -414,18 +488,14 @@ class _Program:
 
 # ============================================================================ torch-xla's spelling
 
-def _adapt_spelling(text: str):
+def _adapt_spelling(module) -> None:
     """torch-xla's StableHLO (HLO converted by XLA) spells HLO's `erf` as
     `stablehlo.custom_call @mhlo.erf`, which the core refuses as an unknown kernel with
     64-bit operands. It is CHLO's `erf`: written as `chlo.erf`, the core narrows it like
-    any op and it expands for float32 when compiled (JAX's x32 erf). GELU needs it."""
-    if "@mhlo.erf" not in text:
-        return text
+    any op and it expands for float32 when compiled (JAX's x32 erf). GELU needs it.
+    Rewrites `module` in place."""
     from jax.extend.mlir import ir
 
-    from x64guard import mlir as xmlir
-
-    module, _ = xmlir.load(text)
     found: list = []
 
     def visit(op):
@@ -441,28 +511,127 @@ def _adapt_spelling(text: str):
                 erf = ir.Operation.create("chlo.erf", results=[op.results[0].type], operands=[op.operands[0]])
             op.results[0].replace_all_uses_with(erf.results[0])
             op.erase()
-    return module
 
 
-# ============================================================================ refusals
+_MLIR_ELEMENT = {torch.bool: "i1", torch.int8: "i8", torch.uint8: "ui8", torch.int16: "i16", torch.int32: "i32",
+                 torch.int64: "i64", torch.uint32: "ui32", torch.uint64: "ui64", torch.float16: "f16",
+                 torch.bfloat16: "bf16", torch.float32: "f32", torch.float64: "f64", torch.complex64: "complex<f32>",
+                 torch.complex128: "complex<f64>"}
+
+
+def _match_result_dtypes(module, dtypes: Sequence[torch.dtype]) -> int:
+    """Make each result of the main function the element type of the tensor it computes.
+
+    torch-xla's lowering may compute a tensor in another element type than the tensor's
+    own and convert when it is read: native_dropout's mask, a bool tensor, is lowered as
+    float32 holding 0 and 1/(1-p). Returned as it is, the mask reaches AOTAutograd's
+    backward graph as float32 and scales the gradient twice (openxla does exactly that:
+    its dropout gradients are 1/(1-p) too large). Here the result is converted as
+    torch-xla converts it on reading (to bool: `!= 0`). Returns how many results changed."""
+    from jax.extend.mlir import ir
+
+    main = next(op.operation for op in module.body.operations if op.operation.name == "func.func"
+                and ir.StringAttr(op.operation.attributes["sym_name"]).value == "main")
+    block = main.regions[0].blocks[0]
+    terminator = block.operations[len(block.operations) - 1]
+    changed = 0
+    with module.context, terminator.location:
+        for k, (value, dtype) in enumerate(zip(list(terminator.operands), dtypes)):
+            want = _MLIR_ELEMENT.get(dtype)
+            shaped = ir.RankedTensorType(value.type)
+            if want is None or str(shaped.element_type) == want:
+                continue
+            target = ir.RankedTensorType.get(shaped.shape, ir.Type.parse(want))
+            with ir.InsertionPoint(terminator):
+                if dtype is torch.bool:
+                    zero = ir.Operation.create("stablehlo.constant", results=[value.type], attributes={
+                        "value": ir.DenseElementsAttr.get_splat(value.type, _zero_attr(shaped.element_type))})
+                    converted = ir.Operation.create(
+                        "stablehlo.compare", results=[target], operands=[value, zero.result],
+                        attributes={"comparison_direction": ir.Attribute.parse("#stablehlo<comparison_direction NE>")})
+                else:
+                    converted = ir.Operation.create("stablehlo.convert", results=[target], operands=[value])
+            terminator.operands[k] = converted.result
+            changed += 1
+        if changed:
+            function_type = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+            results = [v.type for v in terminator.operands]
+            main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(function_type.inputs, results))
+    return changed
+
+
+def _zero_attr(element):
+    from jax.extend.mlir import ir
+
+    if isinstance(element, ir.IntegerType):
+        return ir.IntegerAttr.get(element, 0)
+    return ir.FloatAttr.get(element, 0.0)
+
+
+# ============================================================================ refusals and failures
+
+class TorchXlaFailure(RuntimeError):
+    """torch-xla itself failed on a graph x64guard handed it (while tracing, lowering or
+    compiling it). The message names x64guard's path and a workaround; torch-xla's own
+    exception is the `__cause__`."""
+
+
+_WORKAROUNDS = {
+    "backend": "check that the model runs with torch-xla's own backend (torch.compile(model, backend='openxla')); "
+               "if it does, please report this to x64guard; meanwhile keep the failing code out of the compiled "
+               "function (torch._dynamo.disable)",
+    "narrow_exported": "compile the model with torch.compile(model, backend='x64guard') instead (dynamo traces it "
+                       "without torch.export's decompositions), or export it without the failing op",
+    "sync": "run the step with torch.compile(step, backend='x64guard'), or let torch-xla run it (torch_xla.sync())",
+}
+
+
+@contextlib.contextmanager
+def _torch_xla_failures(path: str, doing: str) -> Iterator[None]:
+    """torch-xla's own exceptions, as one line that says which x64guard path met them
+    and what to try (x64guard's refusals pass through)."""
+    try:
+        yield
+    except (X64GuardError, TorchXlaFailure):
+        raise
+    except Exception as exc:  # noqa: BLE001 - re-raised with its cause
+        lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+        first = lines[0] if lines else ""
+        if len(first) > 240:
+            first = first[:237] + "..."
+        raise TorchXlaFailure(f"x64guard.torch_xla ({path}): torch-xla failed {doing} ({type(exc).__name__}: "
+                              f"{first}). Workaround: {_WORKAROUNDS[path]}") from exc
+
 
 def _rng_refusal(error: X64GuardError) -> X64GuardError:
     """The core's RNG findings, with what a torch-xla user can do."""
     return X64GuardError(
         "x64guard.torch_xla: this graph draws random numbers (torch.randn, torch.randint, dropout, ...); "
-        "torch-xla generates them with rng_bit_generator from a 64-bit seed and a 2 x uint64 "
-        "state; a 32-bit state is a different generator, so x64guard refuses rather than return numbers of "
-        "another stream. Draw them outside the compiled function (on the CPU, or eagerly) and pass them in, "
-        "or keep this graph in 64 bits (mode='allow').\n" + str(error), error.findings)
+        "torch-xla generates them with rng_bit_generator, whose state is XLA's 2 x uint64 (x64guard passes it "
+        "in as 32-bit words, computed on the host from torch-xla's seed), and this x64guard's core pass does not "
+        "keep that state 64-bit; a 32-bit state would be a different generator, so x64guard refuses rather than "
+        "return numbers of another stream. Draw them outside the compiled function (on the CPU, or eagerly) and "
+        "pass them in, or keep this graph in 64 bits (mode='allow').\n" + str(error), error.findings)
 
 
-def _narrow_module(text: str, mode: Mode, overflow: str) -> NarrowResult:
+def _narrow_module(module, mode: Mode, overflow: str, sources: SourceMap | None) -> NarrowResult:
+    """The core pass on torch-xla's module, findings placed at the model's lines."""
     try:
-        return narrow(_adapt_spelling(text), mode=mode, overflow=overflow)
+        result = narrow(module, mode=mode, overflow=overflow)
     except X64GuardError as exc:
+        findings = locate_findings(exc.findings, sources)
+        head = str(exc).split("\n", 1)[0]
+        located = X64GuardError(head + ("\n" + format_findings(findings) if findings else ""), findings)
         if any(f.kind in ("rng-state", "rng-bits") for f in exc.findings):
-            raise _rng_refusal(exc) from exc
-        raise
+            # Findings at the ops x64guard added to make the states are its own, not the user's.
+            own = [f for f in findings if f.location.startswith(STATE_LOCATION)]
+            if own:
+                findings = [f for f in findings if f not in own]
+                located = X64GuardError(head + "\n" + format_findings(findings), findings)
+            raise _rng_refusal(located) from exc
+        raise located from exc
+    result.findings = locate_findings(result.findings, sources)
+    return result
 
 
 def _refusal(kind: str, op: str, message: str) -> X64GuardError:
@@ -504,10 +673,11 @@ class _TraceWatch:
 class _Source:
     """Where one parameter of the narrowed program comes from on each call."""
 
-    kind: str            # "arg" (the graph's i-th input), "attr" (a tensor attribute of the graph), "const"
+    kind: str            # "arg" (the graph's i-th input), "attr" (a tensor attribute of the graph), "const",
+    #                      "rng" (the generators' states, from torch-xla's seed)
     index: int = -1
     name: str = ""
-    value: torch.Tensor | None = None   # "const": the narrowed constant, on the device
+    value: Any = None    # "const": the narrowed constant, on the device; "rng": the RngStates
     path: str = ""
 
 
@@ -524,16 +694,18 @@ class _Specialization:
     stablehlo: str = ""             # torch-xla's StableHLO of the graph, before narrowing
     plan: list = dataclasses.field(default_factory=list)   # per graph parameter: (kind, payload, dtype, path)
     flat_tuple: bool = False        # the outputs are a flat tuple of the program's tensors, in order
+    rng: RngStates | None = None    # the random-number generators' states, when the graph draws any
 
     def prepare(self) -> "_Specialization":
         """The steady-state form of `sources`: one tuple per parameter of the compiled
         graph, in the graph's order; and whether outputs need no unflattening."""
         order = self.program.order if self.program is not None else range(len(self.sources))
-        kinds = {"arg": _ARG, "const": _CONST, "attr": _ATTR}
+        kinds = {"arg": _ARG, "const": _CONST, "attr": _ATTR, "rng": _RNG}
         self.plan = []
         for k in order:
             source, dtype = self.sources[k], self.dtypes[k]
-            payload = {"arg": source.index, "const": source.value, "attr": source.name}[source.kind]
+            payload = {"arg": source.index, "const": source.value, "attr": source.name,
+                       "rng": source.value}[source.kind]
             self.plan.append((kinds[source.kind], payload, dtype, source.path))
         spec = self.out_spec
         self.flat_tuple = (spec is not None and spec.type is tuple and all(c.is_leaf() for c in spec.children_specs)
@@ -542,54 +714,85 @@ class _Specialization:
         return self
 
 
-_ARG, _CONST, _ATTR = 0, 1, 2
+_ARG, _CONST, _ATTR, _RNG = 0, 1, 2, 3
 
 
-_TRACE_LOCK = threading.RLock()   # torch-xla's tracing state (and the inline-scalars flag) is process-wide
+_TRACE_LOCK = threading.RLock()   # torch-xla's tracing state (and its process-wide flags) is process-wide
 
 
 def _trace(run: Callable[[list], Any], args: Sequence, paths: Sequence[str], attrs: dict[str, torch.Tensor],
-           mode: Mode, overflow: str, device: torch.device) -> _Specialization:
+           mode: Mode, overflow: str, device: torch.device, *, expected: Sequence | None = None,
+           nodes: Sequence[torch.fx.Node] | None = None, path: str = "backend") -> _Specialization:
     with _TRACE_LOCK:
-        return _trace_locked(run, args, paths, attrs, mode, overflow, device)
+        return _trace_locked(run, args, paths, attrs, mode, overflow, device, expected, nodes, path)
 
 
 def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[str], attrs: dict[str, torch.Tensor],
-                  mode: Mode, overflow: str, device: torch.device) -> _Specialization:
+                  mode: Mode, overflow: str, device: torch.device, expected: Sequence | None,
+                  nodes: Sequence[torch.fx.Node] | None, path: str) -> _Specialization:
     """Trace `run(args)` with torch-xla at full width, narrow its StableHLO, compile it.
 
-    Tensor inputs are traced on aliases of their device data (a clone of an XLA tensor
-    shares its buffer, so writes during the trace stay on the clone; CPU tensors are
-    transferred once, at full width). Each parameter of the lowered module is then
-    matched to its owner by device buffer: a graph input, a tensor attribute of the
-    graph (read again on every call), or a constant the graph created (narrowed once).
+    Tensor inputs are traced on device data of their own: an XLA tensor on an alias of
+    its buffer (a clone shares it, so writes during the trace stay on the clone); a host
+    tensor transferred once, narrowed on the host first when it is 64-bit (the trace
+    widens it again inside the graph, a convert the core pass removes), so that no 64-bit
+    data reaches the device. `expected[i]`, the dtype the graph was traced for, widens an
+    input that arrives narrowed (AOTAutograd's saved tensors are our own 32-bit outputs).
+    Each parameter of the lowered module is then matched to its owner by device buffer: a
+    graph input, a tensor attribute of the graph (read again on every call), a constant
+    the graph created (narrowed once), or torch-xla's RNG seed (whose arithmetic is taken
+    out of the program: x64guard/_torch_xla_rng.py). `nodes`, when the graph is run node
+    by node from trampoline frames, places findings at the model's lines.
     """
     device_str = str(device)
+    keep_wide = mode is Mode.ALLOW
     trace_args = list(args)
     owners: dict[str, tuple[str, Any]] = {}
     positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+
+    def path_of(i: int) -> str:
+        return paths[i] if i < len(paths) else f"input {i}"
+
     lazy = [args[i] for i in positions if args[i].device.type == "xla"]
     if lazy:
         flags = _xc.needs_materialization(lazy)
         _xc.materialize([t for t, pending in zip(lazy, flags) if pending], device_str)
-    for i in positions:
-        a = args[i].detach()
-        trace_args[i] = a.clone() if a.device.type == "xla" else a.to(device)
-        buffer = _xc.buffer_id(trace_args[i])
-        if buffer is not None:
-            owners.setdefault(buffer, ("arg", i))
+    bases: dict[int, torch.Tensor] = {}
+    with _xc.device_data_transfers():
+        for i in positions:
+            a = args[i].detach()
+            if a.device.type == "xla":
+                base = a.clone()
+            elif not keep_wide and a.dtype in NARROW_DTYPE:
+                base = _narrow_on_host(a, NARROW_DTYPE[a.dtype], path_of(i), overflow).to(device)
+            else:
+                base = a.to(device)
+            bases[i] = base
+            buffer = _xc.buffer_id(base)
+            if buffer is not None:
+                owners.setdefault(buffer, ("arg", i))
+            want = a.dtype if a.device.type != "xla" else (expected[i] if expected and i < len(expected) else None)
+            if want is not None and want is not base.dtype and NARROW_DTYPE.get(want) is base.dtype:
+                trace_args[i] = base.to(want)     # a convert in the graph, removed by the core pass
+            else:
+                trace_args[i] = base
     for name, value in attrs.items():
         if value.device.type == "xla" and not _xc.needs_materialization([value])[0]:
             buffer = _xc.buffer_id(value)
             if buffer is not None:
                 owners.setdefault(buffer, ("attr", name))
-
-    def path_of(i: int) -> str:
-        return paths[i] if i < len(paths) else f"input {i}"
+    before = {i: (_xc.data_id(bases[i]), _xc.data_id(trace_args[i])) for i in positions}
 
     _COUNTERS["traces"] += 1
-    with torch.no_grad(), _xc.inline_scalars(), _TorchXlaRepairs(), _TraceWatch():
-        outputs = run(trace_args)
+    seed_before = _xc.rng_seed(device_str)
+    try:
+        with _torch_xla_failures(path, "tracing the graph"), torch.no_grad(), _xc.inline_scalars(), \
+                _xc.python_frames_recorded(), _TorchXlaRepairs(narrow_transfers=None if keep_wide else overflow), \
+                _TraceWatch():
+            outputs = run(trace_args)
+    finally:
+        if _xc.rng_seed(device_str) != seed_before:   # the trace drew: leave the user's generator as it was
+            _xc.set_rng_seed(seed_before, device_str)
     leaves, out_spec = pytree.tree_flatten(outputs)
     out_tensors: list[torch.Tensor] = []
     out_leaves: list[tuple[str, Any]] = []
@@ -602,8 +805,8 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
             out_tensors.append(leaf)
         else:
             out_leaves.append(("value", leaf))
-    traced = [trace_args[i] for i in positions]
-    mutated = [path_of(i) for i, flag in zip(positions, _xc.needs_materialization(traced)) if flag]
+    mutated = [path_of(i) for i in positions
+               if (_xc.data_id(bases[i]), _xc.data_id(trace_args[i])) != before[i]]
     if mutated:
         raise _refusal("input-mutation", "graph", f"the graph writes to {', '.join(mutated)} in place (a buffer "
                        "update, e.g. BatchNorm in training mode, or a cache); x64guard does not write narrowed "
@@ -611,14 +814,33 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
     if not out_tensors:
         return _Specialization(None, [], [], out_spec, out_leaves, None).prepare()
 
-    text = _xc.stablehlo_text(out_tensors, device_str)
+    with _torch_xla_failures(path, "lowering the graph"), _xc.python_frames_recorded():  # (read when lowering too)
+        bytecode = _xc.stablehlo_bytecode(out_tensors, device_str)
     ids, values = _xc.graph_inputs(out_tensors)
-    result = _narrow_module(text, mode, overflow)
-    if _xc.seed_id() in ids:  # the core refuses torch-xla's generator; never run one on a frozen seed
-        raise _rng_refusal(X64GuardError("torch-xla's RNG seed is an input of this graph", []))
+    module, _ = xmlir.load(bytecode, trusted=True)   # torch-xla's own lowering, read in this process
+    text = xmlir.to_text(module)
+    _adapt_spelling(module)
+    _match_result_dtypes(module, [t.dtype for t in out_tensors])
+    seed_id = _xc.seed_id()
+    seed_index = ids.index(seed_id) if seed_id in ids else None
+    try:
+        rng = extract_rng_states(module, seed_index)
+    except RngStateError as exc:
+        raise _refusal("rng-state-source", exc.op, f"{exc}; x64guard computes torch-xla's generator states on the "
+                       "host and cannot here. Draw the random numbers outside the compiled function and pass them "
+                       "in") from None
+    if seed_index is not None:
+        if rng is None:
+            raise _refusal("rng-state-source", "graph", "torch-xla's RNG seed is an input of this graph but feeds no "
+                           "random-number generator; x64guard would freeze its value. Please report this")
+        del ids[seed_index], values[seed_index]
+    sources_map = SourceMap(nodes) if nodes is not None else None
+    if sources_map is not None:
+        sources_map.relocate(module)
+    result = _narrow_module(module, mode, overflow, sources_map)
 
-    keep_wide = mode is Mode.ALLOW
-    input_ids = {_xc.tensor_id(t) for i in positions for t in (args[i], trace_args[i]) if t.device.type == "xla"}
+    input_ids = {_xc.tensor_id(t) for i in positions for t in (args[i], bases[i], trace_args[i])
+                 if t.device.type == "xla"}
     sources, dtypes, in_types = [], [], []
     for tensor_id, value in zip(ids, values):
         owner = owners.get(_xc.data_id(value))
@@ -627,8 +849,8 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
             raise _refusal("internal", "graph", "x64guard could not tell which input feeds a parameter of the "
                            "lowered graph; refusing rather than freezing its first value. Please report this")
         if owner is None:
-            path = "a constant of the graph"
-            source = _Source("const", value=_to_program_input(value, dtype, path, device, device_str), path=path)
+            where = "a constant of the graph"
+            source = _Source("const", value=_constant_input(value, dtype, where, device, overflow), path=where)
         elif owner[0] == "arg":
             source = _Source("arg", index=owner[1], path=path_of(owner[1]))
         else:
@@ -636,9 +858,35 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
         sources.append(source)
         dtypes.append(dtype)
         in_types.append((tuple(value.shape), dtype))
-    del outputs, leaves, out_tensors, values, trace_args, traced
-    program = _Program(result.text, in_types, device)
-    return _Specialization(program, sources, dtypes, out_spec, out_leaves, result, text).prepare()
+    if rng is not None:   # the module's last parameter: every generator's state, as int32 words
+        sources.append(_Source("rng", value=rng, path="the random-number generators' states"))
+        dtypes.append(torch.int32)
+        in_types.append((rng.input_shape(), torch.int32))
+    del outputs, leaves, out_tensors, values, trace_args, bases
+    with _torch_xla_failures(path, "compiling the narrowed program"):
+        program = _Program(result.text, in_types, device)
+    return _Specialization(program, sources, dtypes, out_spec, out_leaves, result, text, rng=rng).prepare()
+
+
+def _constant_input(value: torch.Tensor, dtype: torch.dtype, where: str, device: torch.device,
+                    overflow: str) -> torch.Tensor:
+    """Device data the traced graph made itself, as the program takes it. torch-xla
+    uploads some constants while it traces (the int64 index tables of its `as_strided`
+    lowering, for one); a 64-bit one is read back once and narrowed on the host (with the
+    overflow policy of constants), never cast by a 64-bit graph on the device."""
+    if value.dtype is dtype:
+        return value
+    with _xc.device_data_transfers():
+        return _narrow_on_host(value.cpu(), dtype, where, overflow).to(device)
+
+
+def _rng_words(rng: RngStates, device: torch.device, device_str: str) -> torch.Tensor:
+    """The generators' states for this call, from torch-xla's running seed (a host value),
+    then the seed advanced as torch-xla's own dynamo bridge advances it after a call."""
+    seed = _xc.rng_seed(device_str)
+    words = torch.from_numpy(rng.words(seed)).to(device)
+    _xc.set_rng_seed(openxla_next_seed(seed), device_str)
+    return words
 
 
 def _program_inputs(spec: _Specialization, args: Sequence, attr: Callable[[str], torch.Tensor] | None,
@@ -654,6 +902,9 @@ def _program_inputs(spec: _Specialization, args: Sequence, attr: Callable[[str],
     for kind, payload, dtype, path in spec.plan:
         if kind == _CONST:
             append(payload)
+            continue
+        if kind == _RNG:
+            append(_rng_words(payload, device, device_str))
             continue
         x = args[payload] if kind == _ARG else attr(payload)
         if isinstance(x, torch.Tensor) and x.is_xla:
@@ -678,8 +929,9 @@ def _outputs(spec: _Specialization, tensors: list[torch.Tensor]):
 # ============================================================================ the dynamo backend
 
 class _InferenceOnly(torch.autograd.Function):
-    """Outputs of a narrowed graph called with inputs that require grad: x64guard runs
-    inference only, so their backward raises instead of silently giving no gradient."""
+    """Outputs of a graph compiled for inference, called with inputs that require grad
+    (dynamo recompiles when grad mode or requires_grad change, so this is a safety net):
+    their backward raises instead of silently giving no gradient."""
 
     @staticmethod
     def forward(ctx, anchor, *outputs):
@@ -688,9 +940,8 @@ class _InferenceOnly(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        raise RuntimeError("x64guard.torch_xla: the x64guard backend runs inference only and cannot "
-                           "differentiate its graphs; compute gradients with another backend (openxla) or "
-                           "call the model under torch.no_grad()")
+        raise RuntimeError("x64guard.torch_xla: this graph was compiled for inference and cannot be differentiated; "
+                           "call the compiled model with gradients enabled from the first call on")
 
 
 def _placeholder_paths(gm: torch.fx.GraphModule) -> list[str]:
@@ -706,6 +957,12 @@ def _placeholder_paths(gm: torch.fx.GraphModule) -> list[str]:
         except Exception:  # noqa: BLE001 - a name is only for messages
             paths.append(str(node.target))
     return paths
+
+
+def _placeholder_examples(gm: torch.fx.GraphModule) -> list:
+    """Each input's example value: dynamo's `example_value`, AOTAutograd's `val`."""
+    return [node.meta.get("example_value", node.meta.get("val")) for node in gm.graph.nodes
+            if node.op == "placeholder"]
 
 
 def _graph_attributes(gm: torch.fx.GraphModule) -> dict[str, torch.Tensor]:
@@ -724,8 +981,8 @@ def _graph_attributes(gm: torch.fx.GraphModule) -> dict[str, torch.Tensor]:
 
 def _key_positions(gm: torch.fx.GraphModule, args: tuple) -> list[int]:
     """Which inputs the cache key must look at: every non-tensor input, and every tensor
-    whose example value in dynamo's graph has a symbolic (or unknown) shape."""
-    examples = [node.meta.get("example_value") for node in gm.graph.nodes if node.op == "placeholder"]
+    whose example value in the graph has a symbolic (or unknown) shape."""
+    examples = _placeholder_examples(gm)
     positions = []
     for i, a in enumerate(args):
         if not isinstance(a, torch.Tensor):
@@ -745,18 +1002,42 @@ def _get_attr(gm: torch.fx.GraphModule, name: str) -> torch.Tensor:
     return value
 
 
-class _CompiledGraph:
-    """What the backend returns to dynamo for one FX graph: cached per input signature
-    and mode; a call after the first with the same signature neither traces nor compiles."""
+def _run_located(gm: torch.fx.GraphModule) -> tuple[Callable[[list], Any], list[torch.fx.Node]]:
+    """A function running `gm` node by node, each node from its own trampoline frame
+    (x64guard/_torch_xla_source.py), and the nodes in that order."""
+    nodes = list(gm.graph.nodes)
 
-    def __init__(self, gm: torch.fx.GraphModule, mode: Mode | None, overflow: str):
+    def run(args):
+        interpreter = torch.fx.Interpreter(gm)
+        run_node_by_node(interpreter, nodes)
+        try:
+            return interpreter.run(*args)
+        finally:
+            interpreter.env.clear()    # the trace's lazy tensors go now, not at the next collection
+
+    return run, nodes
+
+
+class _CompiledGraph:
+    """What the backend runs for one FX graph (dynamo's, or one of AOTAutograd's forward
+    and backward graphs): cached per input signature and mode; a call after the first
+    with the same signature neither traces nor compiles.
+
+    `role` says which graph it is ("graph", "forward", "backward", "inference");
+    `paths`, what to call its inputs in messages (dynamo's sources by default)."""
+
+    def __init__(self, gm: torch.fx.GraphModule, mode: Mode | None, overflow: str, *, role: str = "graph",
+                 paths: Sequence[str] | None = None):
         self._gm = gm
         self._mode = mode
         self._overflow = overflow
+        self.role = role
         self._cache: dict[tuple, _Specialization] = {}
         self._lock = threading.Lock()
-        self._paths = _placeholder_paths(gm)
+        self._paths = list(paths) if paths is not None else _placeholder_paths(gm)
         self._attr = functools.partial(_get_attr, gm)
+        # The dtype each input was traced for: AOTAutograd's graphs may get our narrowed outputs.
+        self._expected = [getattr(e, "dtype", None) for e in _placeholder_examples(gm)]
         self.device = _device()
         self._device_str = str(self.device)
         self._key_positions: list[int] | None = None
@@ -773,8 +1054,10 @@ class _CompiledGraph:
             with self._lock:
                 spec = self._cache.get(key)
                 if spec is None:
-                    spec = self._cache[key] = _trace(lambda a: self._gm(*a), args, self._paths,
-                                                     _graph_attributes(self._gm), mode, self._overflow, self.device)
+                    run, nodes = _run_located(self._gm)
+                    spec = self._cache[key] = _trace(run, args, self._paths, _graph_attributes(self._gm), mode,
+                                                     self._overflow, self.device, expected=self._expected,
+                                                     nodes=nodes, path="backend")
         if spec.program is None:
             return _outputs(spec, [])
         checks: list = []
@@ -782,7 +1065,7 @@ class _CompiledGraph:
         if checks:   # integer inputs cast on the device: raise before returning anything
             _verify(checks)
         _COUNTERS["calls"] += 1
-        if torch.is_grad_enabled():
+        if self.role == "graph" and torch.is_grad_enabled():
             anchor = next((a for a in args if isinstance(a, torch.Tensor) and a.requires_grad), None)
             if anchor is not None:
                 tensors = list(_InferenceOnly.apply(anchor, *tensors))
@@ -791,13 +1074,17 @@ class _CompiledGraph:
     def _key(self, mode: Mode, args: tuple) -> tuple:
         """The cache key: the mode, the values of non-tensor inputs (SymInts arrive as
         ints), and the shapes of the tensors whose shapes dynamo left symbolic (dynamo's
-        guards already pin every tensor's dtype and device, and its static shapes)."""
+        guards already pin every tensor's dtype and device, and its static shapes); in
+        AOTAutograd's graphs, also each tensor's dtype (a saved tensor may arrive narrowed)."""
         positions = self._key_positions
         if positions is None or len(args) != self._arity:
             positions = self._key_positions = _key_positions(self._gm, args)
             self._arity = len(args)
-        return (mode, *[a.shape if isinstance(a, torch.Tensor) else (type(a), a) for a in map(args.__getitem__,
-                                                                                            positions)])
+        key = (mode, *[a.shape if isinstance(a, torch.Tensor) else (type(a), a) for a in map(args.__getitem__,
+                                                                                           positions)])
+        if self.role != "graph":
+            key += tuple(a.dtype for a in args if isinstance(a, torch.Tensor))
+        return key
 
     def specializations(self) -> list[_Specialization]:
         """One per input signature and mode seen so far (`.program.hlo`, `.result`)."""
@@ -805,6 +1092,63 @@ class _CompiledGraph:
 
 
 _COMPILED_GRAPHS: list[weakref.ref] = []   # in the order the backend compiled them
+
+
+def _register_graph(graph: _CompiledGraph) -> None:
+    _COMPILED_GRAPHS[:] = [ref for ref in _COMPILED_GRAPHS if ref() is not None] + [weakref.ref(graph)]
+
+
+_MUTATING_NAMES = frozenset({"setitem", "__setitem__", "set_", "copy_", "resize_", "index_put_"})
+
+
+def _mutates(gm: torch.fx.GraphModule) -> bool:
+    """Whether dynamo's graph may write to a tensor in place (an in-place method or
+    function, `inplace=True`, item assignment). Conservative: a graph that mutates only
+    its own intermediates also goes the AOTAutograd way, which handles both."""
+    for node in gm.graph.nodes:
+        if node.op not in ("call_method", "call_function"):
+            continue
+        name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+        if (name.endswith("_") and not name.endswith("__")) or name in _MUTATING_NAMES or \
+                node.kwargs.get("inplace") is True:
+            return True
+    return False
+
+
+def _autograd_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, mode: Mode | None, overflow: str):
+    """The graph through AOTAutograd, as torch-xla's own `openxla` backend goes (its
+    forward, backward and inference graphs each narrowed like any graph): what training
+    needs, and what applies in-place updates of inputs (optimizer steps, BatchNorm's
+    running statistics) by writing the graph's results back into them."""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+
+    dynamo_paths = _placeholder_paths(gm)
+
+    def paths_for(fx: torch.fx.GraphModule, role: str) -> list[str]:
+        names = [str(node.target) for node in fx.graph.nodes if node.op == "placeholder"]
+        out = []
+        for name in names:
+            if name.startswith("primals_") and name[8:].isdigit() and int(name[8:]) <= len(dynamo_paths):
+                out.append(dynamo_paths[int(name[8:]) - 1])
+            elif name.startswith("arg") and "_" in name and role == "inference":
+                position = name[3:].split("_", 1)[0]
+                out.append(dynamo_paths[int(position)] if position.isdigit() and int(position) < len(dynamo_paths)
+                           else name)
+            else:
+                out.append(f"{name} (an input of the {role} graph)")
+        return out
+
+    def compiler(role: str):
+        def compile_graph(fx: torch.fx.GraphModule, examples: Sequence):
+            graph = _CompiledGraph(fx, mode, overflow, role=role, paths=paths_for(fx, role))
+            _register_graph(graph)
+            return make_boxed_func(graph)
+
+        return compile_graph
+
+    return aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+                        inference_compiler=compiler("inference"))(gm, example_inputs)
 
 
 def backend(gm: torch.fx.GraphModule, example_inputs: Sequence, *, mode: "Mode | str | None" = None,
@@ -816,14 +1160,25 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence, *, mode: "Mode |
     at each call (x64guard.mode / set_mode / $X64GUARD_MODE, else warn).
     `torch.compile(..., backend="x64guard", options={"mode": "error", "overflow": "saturate"})`
     passes them through torch.compile.
+
+    Graphs that need gradients (an input requires grad and grad mode is on) or write to
+    their inputs in place (an optimizer step) go through AOTAutograd, as torch-xla's
+    `openxla` backend does; its forward and backward graphs are each narrowed. Other
+    graphs run as dynamo captured them.
     """
     options = dict(options or {})
     mode = options.pop("mode", mode)
     overflow = options.pop("overflow", overflow)
     if options:
         raise TypeError(f"x64guard backend: unknown option(s) {sorted(options)}; it takes 'mode' and 'overflow'")
-    compiled = _CompiledGraph(gm, None if mode is None else resolve_mode(mode), resolve_overflow(overflow).value)
-    _COMPILED_GRAPHS[:] = [ref for ref in _COMPILED_GRAPHS if ref() is not None] + [weakref.ref(compiled)]
+    resolved = None if mode is None else resolve_mode(mode)
+    policy = resolve_overflow(overflow).value
+    needs_grad = torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad
+                                                 for x in example_inputs)
+    if needs_grad or _mutates(gm):
+        return _autograd_backend(gm, example_inputs, resolved, policy)
+    compiled = _CompiledGraph(gm, resolved, policy)
+    _register_graph(compiled)
     return compiled
 
 
@@ -947,7 +1302,8 @@ def narrow_exported(exported_program, *, mode: "Mode | str | None" = None, overf
 
     resolved = resolve_mode(mode)
     policy = resolve_overflow(overflow).value
-    decomposed = _xc.decompose_exported(exported_program)   # functional: writes become outputs
+    with _torch_xla_failures("narrow_exported", "decomposing the exported program"):
+        decomposed = _xc.decompose_exported(exported_program)   # functional: writes become outputs
     signature = decomposed.graph_signature
     mutated = list(signature.buffers_to_mutate.values()) + list(signature.user_inputs_to_mutate.values())
     if mutated:
@@ -975,11 +1331,17 @@ def narrow_exported(exported_program, *, mode: "Mode | str | None" = None, overf
                            "input, which x64guard does not pass")
 
     graph_module = decomposed.graph_module
+    nodes = list(graph_module.graph.nodes)
 
     def run(args):
-        return _xc.export_interpreter(graph_module, device).run(*args, enable_io_processing=False)
+        interpreter = _xc.export_interpreter(graph_module, device)
+        run_node_by_node(interpreter, nodes)   # findings at the model's lines
+        try:
+            return interpreter.run(*args, enable_io_processing=False)
+        finally:
+            interpreter.env.clear()
 
-    spec = _trace(run, flat, paths, {}, resolved, policy, device)
+    spec = _trace(run, flat, paths, {}, resolved, policy, device, nodes=nodes, path="narrow_exported")
     # Parameters, buffers and constants are narrowed once, from the host copies.
     for k, source in enumerate(spec.sources):
         if source.kind == "arg":
@@ -999,3 +1361,216 @@ def _exported_out_spec(exported_program, spec: _Specialization):
     if out_spec is None or out_spec.num_leaves != len(spec.out_leaves):
         return spec.out_spec
     return out_spec
+
+
+# ============================================================================ moving data to the device
+
+def to_device(obj: Any, device: "torch.device | str | None" = None):
+    """`obj` on the XLA device with every 64-bit tensor narrowed on the host first, so
+    that no 64-bit data reaches the device: int64 -> int32 and uint64 -> uint32 (range-
+    checked on the host: a value that does not fit raises X64GuardError, never wraps),
+    float64 -> float32, complex128 -> complex64; other tensors move as they are.
+
+    `obj`: an `nn.Module` (a copy is returned, with its parameters and buffers moved and
+    shared ones still shared; the module given is not changed), a tensor, or a dict,
+    list or tuple of them (a Hugging Face `BatchEncoding` comes back as a dict). Tensors
+    already on the device at 64 bits are read back and narrowed on the host.
+
+        model = x64guard.torch_xla.to_device(model)       # float64 model -> float32 on xla
+        batch = x64guard.torch_xla.to_device(tokenizer_output)
+        compiled = torch.compile(model, backend="x64guard")
+        compiled(**batch)
+    """
+    target = torch.device(device) if device is not None else _device()
+    if isinstance(obj, torch.nn.Module):
+        return _module_to_device(obj, target)
+    if isinstance(obj, torch.Tensor):
+        return _tensor_to_device(obj, target, "tensor")
+    if isinstance(obj, dict) or (hasattr(obj, "keys") and hasattr(obj, "__getitem__") and not isinstance(obj, type)):
+        return {k: _value_to_device(obj[k], target, str(k)) for k in obj.keys()}
+    if isinstance(obj, (list, tuple)):
+        moved = [_value_to_device(v, target, f"item {i}") for i, v in enumerate(obj)]
+        return type(obj)(moved) if not hasattr(obj, "_fields") else type(obj)(*moved)
+    raise TypeError(f"x64guard.torch_xla.to_device: expected a module, a tensor or a dict/list/tuple of tensors, "
+                    f"got {type(obj).__name__}")
+
+
+def _value_to_device(value: Any, target: torch.device, path: str):
+    if isinstance(value, torch.Tensor):
+        return _tensor_to_device(value, target, path)
+    if isinstance(value, (dict, list, tuple)):
+        return to_device(value, target)
+    return value
+
+
+def _tensor_to_device(x: torch.Tensor, target: torch.device, path: str) -> torch.Tensor:
+    x = x.detach()
+    narrow = NARROW_DTYPE.get(x.dtype)
+    if narrow is None:
+        return x.to(target)
+    if x.device.type != "cpu":
+        x = x.cpu()   # already on a device at 64 bits: narrowed on the host, not by a 64-bit device graph
+    with _xc.device_data_transfers():
+        return _narrow_on_host(x, narrow, path).to(target)
+
+
+def _module_to_device(module: torch.nn.Module, target: torch.device) -> torch.nn.Module:
+    import copy
+
+    memo: dict[int, Any] = {}
+    for name, parameter in module.named_parameters(remove_duplicate=False):
+        if id(parameter) not in memo:
+            moved = _tensor_to_device(parameter, target, f"parameter {name}")
+            memo[id(parameter)] = torch.nn.Parameter(moved, requires_grad=parameter.requires_grad)
+    for name, buffer in module.named_buffers(remove_duplicate=False):
+        if id(buffer) not in memo:
+            memo[id(buffer)] = _tensor_to_device(buffer, target, f"buffer {name}")
+    return copy.deepcopy(module, memo)
+
+
+# ============================================================================ the lazy-tensor loop
+
+@dataclasses.dataclass
+class _LazyProgram:
+    """A lazy graph (by torch-xla's graph hash) narrowed and compiled, for `sync`."""
+
+    program: _Program
+    dtypes: list[torch.dtype]          # per module parameter, what the program takes
+    seed_index: int | None             # the position of torch-xla's seed among the graph's inputs
+    rng: RngStates | None
+    result: NarrowResult
+    stablehlo: str
+
+
+_LAZY_PROGRAMS: dict[tuple, _LazyProgram] = {}
+
+
+def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") -> None:
+    """Run the pending lazy computation of the tensors in `keep` narrowed, in place of
+    `torch_xla.sync()` at the end of a lazy-tensor training step:
+
+        model = x64guard.torch_xla.to_device(model)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for batch in batches:
+            loss = model(**x64guard.torch_xla.to_device(batch)).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            x64guard.torch_xla.sync(model, optimizer, loss)
+
+    torch-xla lowers and compiles its lazy graph inside `torch_xla.sync()` (C++
+    `_xla_step_marker`) with no Python hook between the two, so x64guard cannot narrow
+    the graph `torch_xla.sync()` runs. This is the closest equivalent: `keep` names what
+    the step must compute (modules: parameters, their gradients, buffers; optimizers:
+    their state; tensors; dicts, lists and tuples of these). Their joint pending graph is
+    lowered, narrowed (once per graph: torch-xla's graph hash is the key), run as one
+    program, and each tensor takes its result. Pending tensors not named in `keep` stay
+    pending (torch-xla computes them, unnarrowed, when something reads them).
+
+    Tensors named directly (a loss, a greedy token) come back narrowed, as the backend's
+    outputs do (an int64 argmax becomes int32). Parameters, buffers and optimizer state
+    must already be 32-bit (move models with `to_device`): a 64-bit one is refused, not
+    narrowed behind the model's back.
+    """
+    resolved = resolve_mode(mode)
+    policy = resolve_overflow(overflow).value
+    device = _device()
+    device_str = str(device)
+    tensors = _pending_tensors(keep)
+    if not tensors:
+        return
+    wide = [f"{path} ({t.dtype})" for path, t, state in tensors if state and t.dtype in NARROW_DTYPE]
+    if wide and resolved is not Mode.ALLOW:
+        raise _refusal("sync-64bit-tensor", "sync", f"{', '.join(wide[:5])} would take a narrowed result in place; "
+                       "x64guard does not narrow the parameters, buffers or optimizer state of a model behind its "
+                       "back. Move the model and its inputs with x64guard.torch_xla.to_device")
+    pending = [t for _, t, _ in tensors]
+    key = (resolved, policy, _xc.graph_hash(pending))
+    lazy = _LAZY_PROGRAMS.get(key)
+    with _TRACE_LOCK:
+        ids, values = _xc.graph_inputs(pending)
+        if lazy is None:
+            lazy = _LAZY_PROGRAMS[key] = _compile_lazy(pending, ids, values, resolved, policy, device)
+        inputs = []
+        for k, value in enumerate(values):
+            if k == lazy.seed_index:
+                continue
+            dtype = lazy.dtypes[len(inputs)]
+            inputs.append(value if value.dtype is dtype else _constant_input(value, dtype, "an input of the lazy "
+                                                                             "graph", device, "error"))
+        if lazy.rng is not None:
+            inputs.append(_rng_words(lazy.rng, device, device_str))
+        ordered = [inputs[k] for k in lazy.program.order]
+        results = lazy.program.run(ordered)
+    for tensor, result in zip(pending, results):
+        _xc.replace_data(tensor, result)
+    _COUNTERS["calls"] += 1
+
+
+def _pending_tensors(keep: Sequence[Any]) -> list[tuple[str, torch.Tensor, bool]]:
+    """The XLA tensors with pending IR among `keep` (each once): (a name for messages,
+    the tensor, whether it is state of a module or an optimizer)."""
+    found: dict[int, tuple[str, torch.Tensor, bool]] = {}
+
+    def add(path: str, value: Any, state: bool = False) -> None:
+        if isinstance(value, torch.Tensor):
+            if value.device.type == "xla" and id(value) not in found:
+                found[id(value)] = (path, value, state)
+        elif isinstance(value, torch.nn.Module):
+            for name, parameter in value.named_parameters():
+                add(f"parameter {name}", parameter, True)
+                if parameter.grad is not None:
+                    add(f"gradient of {name}", parameter.grad, True)
+            for name, buffer in value.named_buffers():
+                add(f"buffer {name}", buffer, True)
+        elif isinstance(value, torch.optim.Optimizer):
+            for group in value.param_groups:
+                for parameter in group["params"]:
+                    add("an optimized parameter", parameter, True)
+                    for name, state_value in value.state.get(parameter, {}).items():
+                        add(f"optimizer state {name!r}", state_value, True)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                add(str(k), v)
+        elif isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                add(f"item {i}", v)
+
+    for k, value in enumerate(keep):
+        add(f"argument {k}", value)
+    items = list(found.values())
+    flags = _xc.needs_materialization([t for _, t, _ in items]) if items else []
+    return [item for item, pending in zip(items, flags) if pending]
+
+
+def _compile_lazy(pending: list[torch.Tensor], ids: list, values: list, mode: Mode, overflow: str,
+                  device: torch.device) -> _LazyProgram:
+    device_str = str(device)
+    _COUNTERS["traces"] += 1
+    with _torch_xla_failures("sync", "lowering the lazy graph"):
+        bytecode = _xc.stablehlo_bytecode(pending, device_str)
+    module, _ = xmlir.load(bytecode, trusted=True)
+    text = xmlir.to_text(module)
+    _adapt_spelling(module)
+    _match_result_dtypes(module, [t.dtype for t in pending])
+    seed_id = _xc.seed_id()
+    seed_index = ids.index(seed_id) if seed_id in ids else None
+    try:
+        rng = extract_rng_states(module, seed_index)
+    except RngStateError as exc:
+        raise _refusal("rng-state-source", exc.op, f"{exc}; x64guard computes torch-xla's generator states on the "
+                       "host and cannot here") from None
+    result = _narrow_module(module, mode, overflow, None)
+    keep_wide = mode is Mode.ALLOW
+    dtypes, in_types = [], []
+    for k, value in enumerate(values):
+        if k == seed_index:
+            continue
+        dtype = value.dtype if keep_wide else NARROW_DTYPE.get(value.dtype, value.dtype)
+        dtypes.append(dtype)
+        in_types.append((tuple(value.shape), dtype))
+    if rng is not None:
+        in_types.append((rng.input_shape(), torch.int32))
+    with _torch_xla_failures("sync", "compiling the narrowed program"):
+        program = _Program(result.text, in_types, device)
+    return _LazyProgram(program, dtypes, seed_index, rng, result, text)

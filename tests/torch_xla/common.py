@@ -76,3 +76,34 @@ def run_python(code: str, env: dict | None = None, timeout: int = 300) -> subpro
     full_env = {**os.environ, "PJRT_DEVICE": "CPU", "PYTHONPATH": ROOT, **(env or {})}
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
                           env=full_env, cwd=ROOT)
+
+
+_HLO_INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%([\w.-]+) = (\(.*?\)|\S+) ([a-z][\w-]*)\((.*)$")
+
+
+def wide_values_beside_rng_state(hlo: str) -> list[str]:
+    """Instructions of an HLO text whose result holds a 64-bit type, except the one
+    64-bit value the x32 profile allows a program that draws random numbers: the
+    u64[N] state of rng-bit-generator (made by bitcast-convert from u32 words, and the
+    state the generator returns)."""
+    types: dict[str, str] = {}
+    wide = []
+    for line in hlo.splitlines():
+        match = _HLO_INSTRUCTION.match(line)
+        if match is None:
+            if HLO_WIDE.search(line) and "entry_computation_layout" in line:
+                wide.append(line.strip())      # a 64-bit parameter or result of the program
+            continue
+        name, result, op, rest = match.groups()
+        types[name] = result
+        if not HLO_WIDE.search(result):
+            continue
+        operand = re.search(r"%([\w.-]+)", rest)
+        operand_type = types.get(operand.group(1), "") if operand else ""
+        if op == "rng-bit-generator" or (op == "bitcast-convert" and re.match(r"u64\[", result)
+                                         and ("u32[" in rest.split(")")[0] or operand_type.startswith("u32["))):
+            continue
+        if op == "get-tuple-element" and "index=0" in rest and re.fullmatch(r"u64\[\d*\]\{?[\d,]*\}?", result):
+            continue
+        wide.append(line.strip())
+    return wide

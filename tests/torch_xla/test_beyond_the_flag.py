@@ -69,15 +69,12 @@ def test_out_of_range_int64_flag_wraps_silently_x64guard_refuses(flag):
     assert quietly(fn, torch.tensor([2**31 - 2, 3]).to(DEVICE)).cpu().tolist() == [2**31 - 1, 4]
 
 
-def test_rng_flag_keeps_uint64_x64guard_refuses(flag):
+def test_rng_flag_keeps_uint64_x64guard_keeps_only_the_state(flag):
     assert flag["rng_hlo_u64"]            # the flag's "32-bit" graph still holds u64 (the RNG state)
-    with pytest.raises(x64guard.X64GuardError) as info:
-        quietly(compiled(Noise()), torch.zeros(3).to(DEVICE))
-    # The core keeps the state on the x32 target now; the front end refuses the graph (its
-    # input is torch-xla's seed) until it passes the kept seed along.
-    assert "rng-state" in {f.kind for f in info.value.findings} or \
-        "torch-xla's RNG seed is an input of this graph" in str(info.value)
-    assert "Draw them outside the compiled function" in str(info.value)
+    x = torch.zeros(3)
+    result = quietly(compiled(Noise()), x.to(DEVICE))
+    assert result.dtype == torch.float32 and result.shape == x.shape
+    assert torch.isfinite(result.cpu()).all() and result.cpu().abs().max() > 0   # a real draw, not zeros
 
 
 def test_complex128_flag_keeps_it_and_loses_the_imaginary_part_x64guard_narrows(flag):

