@@ -8,7 +8,7 @@ from tests.ecosystem.programs.base import Program, Refusal
 
 # Modules holding `PROGRAMS`, in table order.
 MODULES = ("flax_linen", "flax_nnx", "optax_steps", "equinox_models", "diffrax_solves", "numpyro_inference",
-           "blackjax_sampling", "jax_numerics")
+           "blackjax_sampling", "jax_numerics", "jax_callbacks")
 
 
 def all_programs() -> list[Program]:
