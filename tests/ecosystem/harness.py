@@ -39,8 +39,9 @@ import numpy as np
 OUTCOMES = ("identical", "refused", "wrong", "crash", "error")
 # Root causes of records that are not ok: what the issue's other items fix (rng-bits: item 2,
 # callback: item 3, typed-key: item 4, finfo-constant: item 1, input-width: item 6), or other.
-CAUSES = ("rng-bits", "callback", "typed-key", "finfo-constant", "input-width", "finfo-constant+input-width",
-          "other")
+# rng-seed: jax.random.key(seed) inside the function, refused for threefry_seed's int64 mask.
+CAUSES = ("rng-bits", "rng-seed", "callback", "typed-key", "finfo-constant", "input-width",
+          "finfo-constant+input-width", "other")
 
 
 @dataclass
@@ -208,6 +209,9 @@ _CRASH_CAUSES = (
     ("typed-key", re.compile(r"key<\w+>|Cannot interpret 'key|PRNGKeyArray|prng_key")),
 )
 _RNG_KINDS = frozenset({"rng-bits", "rng-state"})
+# jax.random.key/PRNGKey of an integer seed (threefry_seed) masks the 64-bit seed with this
+# int64 constant under x64; x64guard refuses it as constant-out-of-range.
+_SEED_MASK = "(4294967295)"
 
 
 def _flat_inputs32(args) -> list[np.ndarray]:
@@ -264,7 +268,11 @@ def diagnose(record: Record, x64_text: str | None, fn=None, args=None, reference
     results to the record's detail."""
     if record.outcome == "refused":
         kinds = {f.split("@", 1)[0] for f in record.findings}
-        return "rng-bits" if kinds & _RNG_KINDS else "other"
+        if kinds & _RNG_KINDS:
+            return "rng-bits"
+        if "constant-out-of-range" in kinds and _SEED_MASK in record.detail:
+            return "rng-seed"
+        return "other"
     if record.outcome == "crash":
         if record.detail.startswith("input widening"):
             return "input-width"

@@ -29,15 +29,16 @@ def select(programs, substring: str = "", library: str = "", slow: bool = True):
 def format_table(records: Sequence[Record], detail_width: int = 160) -> str:
     name_w = max([len(r.name) for r in records] + [7])
     lib_w = max([len(r.library) for r in records] + [7])
-    head = (f"{'program':<{name_w}}  {'library':<{lib_w}}  {'outcome':<9}  {'ok':<4}  {'cause':<14}  {'sec':>5}  "
-            f"{'warn':>4}  detail")
+    cause_w = max([len(r.cause) for r in records] + [5])
+    head = (f"{'program':<{name_w}}  {'library':<{lib_w}}  {'outcome':<9}  {'ok':<4}  {'cause':<{cause_w}}  "
+            f"{'sec':>5}  {'warn':>4}  detail")
     lines = [head, "-" * len(head)]
     for r in records:
         detail = r.detail.replace("\n", " ")
         if detail_width and len(detail) > detail_width:
             detail = detail[:detail_width - 3] + "..."
         lines.append(f"{r.name:<{name_w}}  {r.library:<{lib_w}}  {r.outcome:<9}  {'yes' if r.ok else 'NO':<4}  "
-                     f"{r.cause or '-':<14}  {r.seconds:>5.1f}  {len(r.warnings):>4}  {detail}")
+                     f"{r.cause or '-':<{cause_w}}  {r.seconds:>5.1f}  {len(r.warnings):>4}  {detail}")
     return "\n".join(lines)
 
 

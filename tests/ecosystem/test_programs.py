@@ -107,3 +107,6 @@ def test_refusal_causes():
     assert harness.diagnose(harness.Record("p", "l", "refused", False, findings=["rng-bits@stablehlo.bitcast_convert"]),
                             None) == "rng-bits"
     assert harness.diagnose(harness.Record("p", "l", "refused", False, findings=["custom-call@x"]), None) == "other"
+    seed = harness.Record("p", "l", "refused", False, findings=["constant-out-of-range@stablehlo.constant"],
+                          detail="x.py:4:11: error: stablehlo.constant: 1 value(s) (4294967295) do not fit in i32")
+    assert harness.diagnose(seed, None) == "rng-seed"

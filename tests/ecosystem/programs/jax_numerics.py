@@ -233,6 +233,19 @@ def rbg_key():
     return draw, (jax.random.key(0, impl="rbg"),)
 
 
+@registry.program("random_key_from_seed_in_jit",
+                  "keys made inside the function from a seed: jax.random.PRNGKey(seed) of an int32 argument and "
+                  "jax.random.key(0) of a Python int, then 32-bit draws (bits as uint32, uniform as float32)")
+def key_from_seed():
+    def draw(seed):
+        k1 = jax.random.PRNGKey(seed)
+        k2 = jax.random.key(0)
+        return (jax.random.bits(k1, (3,), jnp.uint32), jax.random.uniform(k2, (2,), jnp.float32),
+                jax.random.key_data(k2))
+
+    return draw, (jnp.asarray(12345, jnp.int32),)
+
+
 @registry.program("random_bits_fold_in_uint32",
                   "the 32-bit jax.random building blocks: fold_in, split, bits(dtype=uint32), uniform(dtype=float32)")
 def bits_uint32():

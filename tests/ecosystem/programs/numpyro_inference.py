@@ -300,13 +300,13 @@ def distribution_samples():
     return sample, (jax.random.PRNGKey(8), jnp.asarray([0.0, 1.0, -1.0], jnp.float32))
 
 
-@registry.program("numpyro_poisson_event_timestamps",
-                  "a Poisson-process log likelihood on event times given as int64 nanosecond timestamps "
-                  "(as loaded from a log): rate * (t_end - t_start) from the 64-bit input",
+@registry.program("numpyro_event_times_int64_ns",
+                  "an Exponential inter-arrival log likelihood on event times given as int64 nanosecond timestamps "
+                  "(as loaded from a log), converted to seconds inside the function",
                   refusal=Refusal(("input-out-of-range",),
-                                  "the int64 nanosecond timestamps (~1.7e18) do not fit int32: JAX with x64 off "
-                                  "would truncate them on input, so no 32-bit program computes this likelihood"))
-def poisson_event_timestamps():
+                                  "the int64 nanosecond timestamps (~1.7e18) do not fit int32: JAX with x64 off wraps "
+                                  "them on input, so no 32-bit program computes this likelihood"))
+def event_times_int64_ns():
     import numpyro.distributions as dist
 
     start = 1_700_000_000_000_000_000
