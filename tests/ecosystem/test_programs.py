@@ -41,8 +41,9 @@ def test_listing_the_programs_imports_no_library():
     code = ("import sys; from tests.ecosystem.programs import all_programs; all_programs(); "
             "print(sorted(m for m in ('flax', 'optax', 'equinox', 'diffrax', 'numpyro', 'blackjax') "
             "if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=harness.__file__.rsplit("/tests/", 1)[0]).stdout
+    from tests.ecosystem.runner import ROOT
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == "[]", (MODULES, out)
 
 
