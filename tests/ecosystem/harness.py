@@ -10,14 +10,16 @@ For a program p (tests/ecosystem/programs):
    `bit_identical`); typed PRNG keys are compared by their key data and their impl.
 
 Outcomes: `identical`; `refused` (X64GuardError: acceptable only when the program carries a
-`Refusal` naming one of the refusal's finding kinds); `wrong` (outputs differ); `crash` (any
-other exception from the candidate, or the child process died); `error` (the program itself
-or the reference failed: a broken program, not an x64guard verdict).
+`Refusal` naming one of the refusal's finding kinds and x32 JAX indeed does not give the
+64-bit program's answer); `wrong` (outputs differ); `crash` (any other exception from the
+candidate, or the child process died); `error` (the program itself or the reference failed:
+a broken program, not an x64guard verdict).
 
-Every record that is not acceptable gets a root-cause class (`diagnose`): rng-bits, callback,
-typed-key, finfo-constant or other, from the refusal's findings, the exception, or, for wrong
-answers, the float64 constants of the program's x64 lowering that narrowing changes
-(float64 `finfo` values such as `eps`, `tiny`, `1 - eps`, which x32 JAX traces as float32's).
+Every record that is not acceptable gets a root-cause class (`diagnose`, CAUSES) from the
+refusal's findings or the exception; a wrong answer is probed: the program's x64 lowering
+with its float64 `finfo` constants (eps, tiny, 1 - eps, ...) replaced by float32's, and
+lowered with its inputs at their own width, each narrowed with `x64guard.narrow` and run;
+the probe that gives x32 JAX's bits names the cause.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ class Record:
     cause: str = ""  # for records that are not ok: one of CAUSES
     detail: str = ""
     seconds: float = 0.0
-    warnings: list[str] = field(default_factory=list)  # X64GuardWarning texts (first line each)
+    warnings: list[str] = field(default_factory=list)  # X64GuardWarnings: "file:line: first line"
     findings: list[str] = field(default_factory=list)  # "kind@op" of a refusal
     has_64bit: bool | None = None  # does the program's x64 lowering hold 64-bit value types?
 
@@ -298,8 +300,8 @@ def _first_line(text: str, limit: int = 300) -> str:
 
 
 def _spec64(leaf):
-    """How x64guard.jit traces an input: float32/int32 widened to 64 bits (uint32 and
-    typed keys unchanged)."""
+    """How x64guard.jit (as on main: x64guard/jax.py _WIDEN_FOR_TRACE) traces an input:
+    float32/int32/complex64 widened to 64 bits, uint32 and typed keys unchanged."""
     import jax
 
     widen = {np.dtype(np.float32): np.float64, np.dtype(np.int32): np.int64, np.dtype(np.complex64): np.complex128}
@@ -322,24 +324,27 @@ def x64_lowering(fn, args, widen: bool = True) -> str:
         return jax.jit(fn).lower(*specs).as_text()
 
 
-def _x32_disagrees(fn, args, reference, reference_error: str) -> str:
-    """Why x32 JAX's answer is not the 64-bit program's ('' if it is, to 1e-3): the
-    check behind a declared refusal. The 64-bit program is plain jax.jit with x64 on."""
+def _x32_disagrees(fn, args, reference, reference_error: str) -> tuple[bool, str]:
+    """(does x32 JAX's answer differ from the 64-bit program's (to 1e-3), how): the check
+    behind a declared refusal. The 64-bit program is plain jax.jit with x64 on."""
     import jax
 
     if reference_error:
-        return f"x32 JAX fails: {reference_error}"
+        return True, f"x32 JAX fails: {reference_error}"
     jax.clear_caches()
-    with x64(True), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        full = jax.block_until_ready(jax.jit(fn)(*args))
+    try:
+        with x64(True), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            full = jax.block_until_ready(jax.jit(fn)(*args))
+    except Exception as exc:  # noqa: BLE001
+        return False, f"the 64-bit program itself fails: {type(exc).__name__}: {_first_line(exc, 120)}"
     _, want = _host_leaves(full)
     _, got = _host_leaves(reference)
     for (path, g, _), (_, w, _) in zip(got, want):
         if g.shape != w.shape or not np.allclose(g.astype(np.float64), w.astype(np.float64), rtol=1e-3, atol=1e-6,
                                                  equal_nan=True):
-            return f"x32 JAX gives {path} = {g.ravel()[:4]}, the 64-bit program {w.ravel()[:4]}"
-    return ""
+            return True, f"x32 JAX gives {path} = {g.ravel()[:4]}, the 64-bit program {w.ravel()[:4]}"
+    return False, "x32 JAX gives the 64-bit program's answer"
 
 
 def run_program(program) -> Record:
@@ -410,16 +415,13 @@ def run_program(program) -> Record:
         record.ok = not difference
     elif record.outcome == "refused" and program.refusal is not None:
         kinds_match = any(f.split("@", 1)[0] in program.refusal.kinds for f in record.findings)
-        disagreement = _x32_disagrees(fn, args, reference, reference_error) if kinds_match else ""
-        record.ok = bool(kinds_match and disagreement)
-        if record.ok:
-            record.detail = f"justified: {program.refusal.why} ({disagreement})"
-        elif not kinds_match:
+        if not kinds_match:
             record.detail = (f"refused with {record.findings}, the program's refusal expects one of "
                              f"{list(program.refusal.kinds)}: " + record.detail)
         else:
-            record.detail = "refused, but x32 JAX gives the 64-bit program's answer, so the declared " \
-                            "refusal is not justified: " + record.detail
+            record.ok, how = _x32_disagrees(fn, args, reference, reference_error)
+            record.detail = (f"justified: {program.refusal.why} ({how})" if record.ok else
+                             f"refused, but the declared refusal is not justified ({how}): {record.detail}")
 
     # 5. the program's x64 lowering: does it test anything; what made it fail
     x64_text = None

@@ -1,6 +1,7 @@
 """Programs for testing the harness itself (tests/ecosystem/test_runner.py): one that
-kills its process, one that is refused without a justification, one that x64guard gets
-right, one that is wrong because of a float64 finfo constant."""
+kills its process, one that x64guard gets right, one that is wrong because of a float64
+finfo constant, and two refusals whose declared justifications the harness must reject
+(wrong finding kind; x32 JAX in fact gives the 64-bit answer)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,14 @@ def finfo_wrong():
                   refusal=Refusal(("rng-bits",), "a deliberately wrong justification, to see it rejected by kind"))
 def out_of_range_unjustified():
     return (lambda t: t - t[0]), (np.asarray([2**40, 2**40 + 5], np.int64),)
+
+
+@registry.program("out_of_range_x32_agrees",
+                  "an int64 input beyond int32 whose value the program ignores: x32 JAX's answer is right",
+                  refusal=Refusal(("input-out-of-range",), "declared, but x32 JAX gives the 64-bit answer here, so "
+                                                           "the harness must reject the justification"))
+def out_of_range_x32_agrees():
+    return (lambda t: jnp.zeros(t.shape, jnp.float32) * 2.0), (np.asarray([2**40, 3], np.int64),)
 
 
 PROGRAMS = registry.programs

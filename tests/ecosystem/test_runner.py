@@ -27,3 +27,6 @@ def test_crash_attributed_and_run_continues():
     refused = records["out_of_range_unjustified"]
     assert (refused.outcome, refused.ok) == ("refused", False)
     assert "input-out-of-range" in refused.detail
+    agrees = records["out_of_range_x32_agrees"]
+    assert (agrees.outcome, agrees.ok) == ("refused", False)
+    assert "not justified (x32 JAX gives the 64-bit program's answer)" in agrees.detail, agrees.detail
