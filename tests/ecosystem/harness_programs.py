@@ -1,0 +1,51 @@
+"""Programs for testing the harness itself (tests/ecosystem/test_runner.py): one that
+kills its process, one that x64guard gets right, one that is wrong because of a float64
+finfo constant, and two refusals whose declared justifications the harness must reject
+(wrong finding kind; x32 JAX in fact gives the 64-bit answer)."""
+
+from __future__ import annotations
+
+import os
+
+import jax.numpy as jnp
+import numpy as np
+
+from tests.ecosystem.programs.base import Refusal, Registry
+
+registry = Registry("harness")
+
+
+@registry.program("aborts", "kills the child process while building (stands for a segfault in the pass)")
+def aborts():
+    os.abort()
+
+
+@registry.program("identical", "a plain float computation")
+def identical():
+    return (lambda x: jnp.tanh(x) * 2.0), (jnp.asarray([0.5, -1.0], jnp.float32),)
+
+
+@registry.program("finfo_wrong", "numpyro-style clamp to [tiny, 1 - eps] of the input dtype")
+def finfo_wrong():
+    def clamp(p):
+        finfo = jnp.finfo(p.dtype)
+        return jnp.log1p(-jnp.clip(p, finfo.tiny, 1.0 - finfo.eps))
+
+    return clamp, (jnp.asarray([0.0, 0.5, 1.0], jnp.float32),)
+
+
+@registry.program("out_of_range_unjustified", "an int64 input beyond int32, declared refusable for the wrong kind",
+                  refusal=Refusal(("rng-bits",), "a deliberately wrong justification, to see it rejected by kind"))
+def out_of_range_unjustified():
+    return (lambda t: t - t[0]), (np.asarray([2**40, 2**40 + 5], np.int64),)
+
+
+@registry.program("out_of_range_x32_agrees",
+                  "an int64 input beyond int32 whose value the program ignores: x32 JAX's answer is right",
+                  refusal=Refusal(("input-out-of-range",), "declared, but x32 JAX gives the 64-bit answer here, so "
+                                                           "the harness must reject the justification"))
+def out_of_range_x32_agrees():
+    return (lambda t: jnp.zeros(t.shape, jnp.float32) * 2.0), (np.asarray([2**40, 3], np.int64),)
+
+
+PROGRAMS = registry.programs

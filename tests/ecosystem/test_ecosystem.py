@@ -1,0 +1,42 @@
+"""The real-ecosystem suite: programs written the way flax (linen, nnx), optax, equinox,
+diffrax, numpyro and blackjax users write them, each run as x32 `jax.jit` (the reference)
+and as `x64guard.jit` under x64 (the candidate), in child processes.
+
+Every program must be bit-identical to the reference, or refused for the reason its
+`Refusal` gives (and x32 JAX must indeed not give the 64-bit program's answer). A failure
+message carries the outcome, the root-cause class and the detail (see harness.py); the
+same table without pytest: `python -m tests.ecosystem.run --table`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.ecosystem.programs import all_programs
+from tests.ecosystem.runner import run_programs
+
+pytestmark = pytest.mark.ecosystem
+
+PROGRAMS = all_programs()
+
+
+@pytest.fixture(scope="module")
+def records(request) -> dict:
+    """Records of the programs selected in this session (after -k / -m), run once, in
+    children, two at a time."""
+    wanted = {item.callspec.params["program"].name for item in request.session.items
+              if getattr(item, "originalname", None) == "test_program" and item.module is request.module}
+    selected = [p for p in PROGRAMS if p.name in wanted]
+    return {r.name: r for r in run_programs(selected)}
+
+
+@pytest.mark.parametrize("program", [pytest.param(p, id=p.name, marks=[pytest.mark.slow] if p.slow else [])
+                                     for p in PROGRAMS])
+def test_program(program, records):
+    record = records[program.name]
+    if not record.ok:
+        pytest.fail(f"{program.name} ({program.library}: {program.what}): {record.outcome}, cause {record.cause}: "
+                    f"{record.detail}", pytrace=False)
+    if not record.has_64bit:
+        pytest.fail(f"{program.name}: its x64 lowering holds no 64-bit value type, so it tests nothing",
+                    pytrace=False)
