@@ -192,12 +192,13 @@ def _dispatch_dtype(x):
     return jax.typeof(x).dtype
 
 
-def _widened_spec(spec: jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:
-    """`spec` at 64 bits (uint32 too): the fallback trace of code written for 64-bit inputs."""
-    if _compat.is_extended_dtype(spec.dtype) or np.dtype(spec.dtype) not in _WIDEST:
+def _widened_spec(spec: jax.ShapeDtypeStruct, uint32: bool = True) -> jax.ShapeDtypeStruct:
+    """`spec` at 64 bits (uint32 too unless `uint32` is false): the fallback traces of code
+    written for 64-bit inputs."""
+    dtype = spec.dtype if _compat.is_extended_dtype(spec.dtype) else np.dtype(spec.dtype)
+    if _compat.is_extended_dtype(dtype) or dtype not in _WIDEST or (dtype == np.uint32 and not uint32):
         return spec
-    return jax.ShapeDtypeStruct(spec.shape, _WIDEST[np.dtype(spec.dtype)], weak_type=spec.weak_type,
-                                sharding=spec.sharding)
+    return jax.ShapeDtypeStruct(spec.shape, _WIDEST[dtype], weak_type=spec.weak_type, sharding=spec.sharding)
 
 
 def _narrow_dtype(dtype):
@@ -739,15 +740,24 @@ class NarrowedFunction:
             # Code written for 64-bit inputs may not trace with 32-bit ones and x64 on
             # (lax.clamp(-1.0, x, 1.0), bitcast_convert_type(x, jnp.int64), a while_loop
             # carry mixing the input with 64-bit values): trace the x64 program it was
-            # written as, every 32-bit input widened; if that fails too, the first error.
-            widened = [_widened_spec(s) for s in specs]
-            if all(w is s for w, s in zip(widened, specs)):
-                raise
-            spec_args, spec_kwargs = in_tree.unflatten(widened)
-            args, kwargs = self._statics.merge(spec_args, spec_kwargs, static)
-            try:
-                traced = _compat.trace_x64(self._jit64, tuple(args), kwargs)
-            except Exception:
+            # written as, its 32-bit inputs widened; if that fails too, the first error.
+            # uint32 inputs are widened last: they are usually raw PRNG keys, which must stay
+            # uint32 (blackjax's and numpyro's samplers mix a float32 position with float64
+            # values in lax.cond under x64, and take raw keys beside it).
+            tried = [specs]
+            for widen_uint32 in (False, True):
+                widened = [_widened_spec(s, uint32=widen_uint32) for s in specs]
+                if any(all(w is t for w, t in zip(widened, before)) for before in tried):
+                    continue
+                tried.append(widened)
+                spec_args, spec_kwargs = in_tree.unflatten(widened)
+                args, kwargs = self._statics.merge(spec_args, spec_kwargs, static)
+                try:
+                    traced = _compat.trace_x64(self._jit64, tuple(args), kwargs)
+                    break
+                except Exception:
+                    continue
+            else:
                 raise own_width_error from None
             specs = widened
         lowered = _compat.lower_traced(traced, _callbacks_at_32_bits(traced.jaxpr))

@@ -73,6 +73,23 @@ def test_code_written_for_64_bit_inputs_falls_back_to_a_64_bit_trace():
     assert identical(bitcast, x)
 
 
+def test_fallback_widens_floats_before_raw_keys():
+    """blackjax's Metropolis step mixes a float32 position with float64 values in lax.cond
+    under x64 (it does with plain jax.jit too); the fallback trace widens the position but
+    keeps the raw uint32[2] key beside it (a uint64 key is invalid key data)."""
+    import blackjax
+
+    def step(position, key):
+        rw = blackjax.additive_step_random_walk.normal_random_walk(lambda x: -0.5 * jnp.sum(x ** 2), sigma=0.3)
+        state, _ = rw.step(key, rw.init(position))
+        return state.position
+
+    position, key = np.linspace(-1, 1, 3, dtype=np.float32), jax.random.PRNGKey(3)
+    with jax.enable_x64(True), pytest.raises(TypeError, match="cond branches"):
+        jax.jit(step)(position, key)                  # JAX's own x64 trace at these widths
+    assert identical(step, position, key)
+
+
 def test_int32_inputs_are_widened_so_python_ints_are_never_wrapped():
     """x32 JAX raises for int32 + 2**40; traced at 32 bits with x64 on, JAX would wrap the
     constant silently (+ 0). Traced at 64 bits, the constant is visible and refused."""
