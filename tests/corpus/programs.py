@@ -1211,6 +1211,9 @@ def _uint_int_casts(u):
 # --------------------------------------------------------------------------------------
 # the corpus
 
+_FINFO_NOTE = ("dtype-derived constants (finfo eps/tiny and their multiples) replaced by float32's "
+               "(tests/passes/test_dtype_constants.py)")
+
 CASES: list[Case] = [
     # ---- elementwise float math -------------------------------------------------------
     Case("sin", jnp.sin, lambda: (f64(8),)),
@@ -1652,6 +1655,24 @@ CASES: list[Case] = [
          lambda: (f64(4),), expect="bitcast-width", op="stablehlo.bitcast_convert"),
     Case("refuse_bitcast_i64_to_f32_pairs", lambda n: lax.bitcast_convert_type(n, jnp.float32),
          lambda: (i64(4),), expect="bitcast-width", op="stablehlo.bitcast_convert"),
+    # Dtype-dependent constants JAX derives from finfo(dtype): the pass replaces float64's
+    # by float32's (docs/constants.md), so these equal the x32 trace.
+    Case("finfo_pinv_default_rtol", jnp.linalg.pinv, lambda: (f64(4, 3),),
+         note=_FINFO_NOTE),
+    Case("finfo_lstsq_default_rcond", lambda a, b: jnp.linalg.lstsq(a, b)[0],
+         lambda: (f64(6, 3), f64(6)), note=_FINFO_NOTE),
+    Case("finfo_matrix_rank", jnp.linalg.matrix_rank, lambda: (f64(4, 4),),
+         note=_FINFO_NOTE),
+    Case("finfo_user_eps", lambda x: x + jnp.finfo(x.dtype).eps,
+         lambda: (f64(8, lo=0.5, hi=1.5),),
+         note=_FINFO_NOTE),
+    Case("finfo_user_tiny", lambda x: jnp.maximum(x, jnp.finfo(x.dtype).tiny),
+         lambda: (np.concatenate([np.zeros(2), f64(6)]),),
+         note=_FINFO_NOTE),
+    Case("finfo_gammainc", jsp.special.gammainc, lambda: (pos64(6), pos64(6)),
+         note=_FINFO_NOTE),
+    Case("finfo_betainc", jsp.special.betainc, lambda: (pos64(4), pos64(4), f64(4, lo=0.1, hi=0.9)),
+         note=_FINFO_NOTE),
     Case("refuse_bitcast_u32_pairs_to_f64",
          lambda u: lax.bitcast_convert_type(u, jnp.float64), lambda: (u32(3, 2),),
          expect="bitcast-width", op="stablehlo.bitcast_convert"),
@@ -1672,31 +1693,14 @@ CASES: list[Case] = [
 # no way to tell, so they are not in CASES (not pass bugs). They are kept here to document
 # the limitation; run them from the repo root with
 #     python -m tests.corpus.oracle --list DTYPE_DEPENDENT
-# (pinv / lstsq / matrix_rank with default tolerances are bit-identical on their data only
-# because no singular value falls between the float64 and float32 cut-offs.)
+# (Programs whose only dtype dependence is a finfo-derived constant moved to CASES once the
+# pass replaced those constants: pinv/lstsq/matrix_rank defaults, gammainc, betainc.)
 DTYPE_DEPENDENT: list[Case] = [
     Case("dd_mixed_uint_int", _mixed_unsigned, lambda: (u64(8), i64(8)),
          note="promotion lattice: uint64+int64 -> float64 under x64, uint32+int32 -> int64 "
               "-> int32 with x64 off; the narrowed program keeps float"),
     Case("dd_expm", jsp.linalg.expm, lambda: (f64(3, 3, lo=-0.5, hi=0.5),),
          note="expm picks Pade degree 13 for float64, 7 for float32"),
-    Case("dd_pinv_default_rtol", jnp.linalg.pinv, lambda: (f64(4, 3),),
-         note="default rtol = 10 * max(M, N) * finfo(dtype).eps; bit-identical on this data "
-              "only because no singular value lies between the two cut-offs"),
-    Case("dd_lstsq_default_rcond", lambda a, b: jnp.linalg.lstsq(a, b)[0],
-         lambda: (f64(6, 3), f64(6)), note="default rcond uses finfo(dtype).eps (see pinv)"),
-    Case("dd_matrix_rank", jnp.linalg.matrix_rank, lambda: (f64(4, 4),),
-         note="tolerance uses finfo(dtype).eps (see pinv)"),
-    Case("dd_user_finfo_eps", lambda x: x + jnp.finfo(x.dtype).eps,
-         lambda: (f64(8, lo=0.5, hi=1.5),),
-         note="finfo(float64).eps narrowed is not finfo(float32).eps"),
-    Case("dd_user_finfo_tiny", lambda x: jnp.maximum(x, jnp.finfo(x.dtype).tiny),
-         lambda: (np.concatenate([np.zeros(2), f64(6)]),),
-         note="finfo(float64).tiny is 0 in float32"),
-    Case("dd_gammainc", jsp.special.gammainc, lambda: (pos64(6), pos64(6)),
-         note="igamma series/continued fraction stop on finfo(dtype).eps"),
-    Case("dd_betainc", jsp.special.betainc, lambda: (pos64(4), pos64(4), f64(4, lo=0.1, hi=0.9)),
-         note="continued fraction tolerances depend on the dtype"),
     Case("dd_sign_via_logical_shift", _sign_via_logical_shift, lambda: (i64(6),),
          note="logical shift by iinfo(dtype).bits - 1: 63 narrowed to int32 gives 0, the x32 "
               "program shifts by 31 (x64guard only warns shift-by-width)"),
