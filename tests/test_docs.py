@@ -43,7 +43,6 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-RUNNABLE = {"python", "console", "sh", "mlir"}
 SHOWN = {"text", "json", "yaml", "mlir", "python", "console", "sh"}
 BLOCK_MARK = "\x1e-x64guard-doc-block-\x1e"
 # Measured over about 5 s (torch, torch-xla, the CLI gate, a tool run): marked slow for a fast tier.
