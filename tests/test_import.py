@@ -99,6 +99,7 @@ def test_front_ends_are_attributes_loaded_on_first_use():
     assert out["cli_main"] == "x64guard.cli.app"
 
 
+@pytest.mark.slow  # importing torch in a fresh interpreter
 def test_torch_front_end_is_an_attribute():
     pytest.importorskip("torch")
     out = run_fresh("""
