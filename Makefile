@@ -1,31 +1,54 @@
-# Two commands: `make demo` and `make test`. Both create .venv if missing and install
-# the project into it; a stamp file keeps the install quick when nothing changed.
+# Two commands: `make demo` and `make test`. Both create a virtual environment if missing and
+# install the project into it; a stamp file keeps the install quick when nothing changed.
+#   make demo       the core and JAX only (no torch), then the examples of the public API
+#   make test       everything (torch, torch-xla, the libraries the suites test), every test;
+#                   prints the 25 slowest
+#   make test-fast  the everyday tier (< 2 min on 2 cores): pass rules, the API, a sample of
+#                   the differential corpus, the command line's quick cases; no test marked slow
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.x64guard-installed
+# The demo's environment: .venv by default (a later `make test` adds the rest to it); any
+# other path gets its own, e.g. `make demo DEMO_VENV=/tmp/x64guard-demo`.
+DEMO_VENV  ?= $(VENV)
+DEMO_PY    := $(DEMO_VENV)/bin/python
+DEMO_STAMP := $(DEMO_VENV)/.x64guard-demo-installed
 
-.PHONY: demo test bench install clean fuzz
+.PHONY: demo test test-fast bench install clean fuzz
 
-$(PY):
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+%/bin/python:
+	$(PYTHON) -m venv $*
+	$*/bin/python -m pip install --quiet --upgrade pip
 
 # torch 2.9.0 + torch-xla 2.9.0 come from the package index (several GB the first time;
 # pip's cache makes a repeat install of a fresh .venv take about 90 s).
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e ".[test,torch-xla,ecosystem,torch-models]"
-	touch $(STAMP)
+	touch $(STAMP) $(VENV)/.x64guard-demo-installed
+
+# What the demo needs: x64guard and its dependencies (numpy, jax, jaxlib), nothing else.
+$(DEMO_STAMP): pyproject.toml | $(DEMO_PY)
+	$(DEMO_PY) -m pip install --quiet -e .
+	touch $@
 
 install: $(STAMP)
 
-demo: $(STAMP)
-	$(PY) examples/demo.py
+demo: $(DEMO_STAMP)
+	$(DEMO_PY) examples/demo.py
 	@echo
-	$(PY) examples/scoped_precision.py
+	$(DEMO_PY) examples/scoped_precision.py
 
 test: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider --durations=25
+
+# The everyday tier: these paths, less every test marked `slow` and every case outside the
+# sample of its family (marked `sampled_out`: tests/sample.py); `make test` runs them all.
+FAST_TESTS := tests/passes tests/test_api.py tests/test_corpus.py tests/test_import.py \
+              tests/cli/test_check.py tests/cli/test_narrow.py
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider --durations=10 -m "not slow and not sampled_out" $(FAST_TESTS)
 
 $(VENV)/.x64guard-bench: pyproject.toml | $(STAMP)
 	$(PY) -m pip install --quiet -e ".[test,torch-xla,ecosystem,torch-models,bench]"

@@ -1,6 +1,7 @@
 """x64guard benchmark (`make bench`): figures, not tests. Nothing here fails on speed.
 
-Parts: the core pass against IREE (below); x64guard.jit against jax.jit (bench/jit.py:
+Parts: `import x64guard` against `import jax` in fresh interpreters (bench/imports.py);
+the core pass against IREE (below); x64guard.jit against jax.jit (bench/jit.py:
 first call, steady-state call, narrowed vs float64 run time);
 x64guard.torch.set_default_int_dtype against stock PyTorch (bench/torch_int.py: eager
 per-op overhead; skipped when torch is not installed); the torch-xla backend against
@@ -21,7 +22,7 @@ The module is a ~33k-op x64 StableHLO program JAX lowers from a deep unrolled Py
 loop (bench/workload.py). Timings are best of N after one warm-up, time.perf_counter.
 Figures also go to bench-out/results.json.
 
-Options: --runs N (default 5), --steps S (module size), --only core|jit|torch|torch_xla|large (one part),
+Options: --runs N (default 5), --steps S (module size), --only import|core|jit|torch|torch_xla|large (one part),
 --profile (cProfile of core (b) and of x64guard.jit's steady-state calls).
 """
 
@@ -47,6 +48,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import imports as import_bench  # noqa: E402  (bench/imports.py)
 import jit as jit_bench  # noqa: E402  (bench/jit.py)
 import large as large_bench  # noqa: E402  (bench/large.py)
 from timing import best_of  # noqa: E402  (bench/timing.py)
@@ -189,11 +191,7 @@ def core(args: argparse.Namespace, runs: int) -> tuple[dict, list[str]]:
         print(f"\n(a) x64guard text->text (in-process: read file, parse, narrow incl. verify, print with "
               f"locations, write file; excludes interpreter start-up and imports): best {fmt_s(ours_best)} "
               f"({ours_best / n_ops * 1e6:.2f} us/op); runs " + " ".join(f"{t:.3f}" for t in ours_runs))
-
-        # For context: what a fresh process pays before x64guard can run at all.
-        import_best, _ = best_of(lambda: subprocess.run([sys.executable, "-c", "import x64guard"], check=True),
-                                 min(runs, 3))
-        print(f"    context: `python -c 'import x64guard'` in a fresh process: {fmt_s(import_best)}")
+        # What a fresh process pays before x64guard can run: the `import` part (bench/imports.py).
 
         # 2. (a) IREE -----------------------------------------------------------------------
         iree = {"found": False}
@@ -278,7 +276,7 @@ def core(args: argparse.Namespace, runs: int) -> tuple[dict, list[str]]:
     b_us = b_best / n_ops * 1e6
     results.update({
         "a_text_to_text": {"x64guard_s": ours_best, "x64guard_runs_s": ours_runs,
-                           "x64guard_import_s": import_best, "iree": iree,
+                           "iree": iree,
                            "iree_s": iree_best, "iree_no_locations_s": iree_plain,
                            "iree_startup_s": startup_s, "ratio": ratio, "ratio_vs_no_locations": ratio_plain,
                            "target": f"<= {TARGET_RATIO}", "met": None if ratio is None else ratio <= TARGET_RATIO},
@@ -314,8 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="timed runs per figure (best is kept)")
     parser.add_argument("--steps", type=int, default=workload.DEFAULT_STEPS, help="unrolled loop steps")
-    parser.add_argument("--only", choices=("core", "jit", "torch", "torch_xla", "large"),
-                        help="run one part: the core pass, x64guard.jit, x64guard.torch, the torch-xla backend "
+    parser.add_argument("--only", choices=("import", "core", "jit", "torch", "torch_xla", "large"),
+                        help="run one part: import time, the core pass, x64guard.jit, x64guard.torch, the torch-xla backend "
                              "or large modules")
     parser.add_argument("--profile", action="store_true",
                         help="cProfile narrow(ir.Module) and x64guard.jit steady-state calls, top 15 by tottime")
@@ -324,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = max(1, args.runs)
     warnings.simplefilter("ignore", x64guard.X64GuardWarning)
     t_bench = time.perf_counter()
-    halves = (args.only,) if args.only else ("core", "jit", "torch", "torch_xla", "large")
+    halves = (args.only,) if args.only else ("import", "core", "jit", "torch", "torch_xla", "large")
 
     env = {"python": platform.python_version(), "jax": version("jax"), "jaxlib": version("jaxlib"),
            "iree-base-compiler": version("iree-base-compiler"), "x64guard": x64guard.__version__,
@@ -333,6 +331,9 @@ def main(argv: list[str] | None = None) -> int:
 
     results: dict = {"env": env}
     summary: list[str] = []
+    if "import" in halves:
+        results["import"] = import_bench.run(runs)
+        summary += import_bench.summary(results["import"])
     if "core" in halves:
         core_results, core_lines = core(args, runs)
         results.update(core_results)

@@ -11,12 +11,12 @@ import pytest
 import x64guard
 from tests.corpus import oracle
 from tests.corpus.programs import CASES
-from tests.corpus.random_programs import SLOW_CASES, X32_COMPATIBLE
+from tests.corpus.random_programs import X32_COMPATIBLE
+from tests.sample import corpus_params
 
 
 @pytest.mark.filterwarnings("ignore::x64guard.X64GuardWarning")
-@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c.name in SLOW_CASES else c
-                                  for c in CASES], ids=lambda c: c.name)
+@pytest.mark.parametrize("case", corpus_params(CASES))
 def test_corpus(case):
     outcome = oracle.check_case(case, x64guard.narrow, x64guard.X64GuardError)
     # Every x64 program still fails `check --target x32` (the x32 profile knows JAX's x32

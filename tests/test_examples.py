@@ -28,3 +28,21 @@ def test_scoped_precision():
     errors = [float(e) for e in out.split("after each window of 2000 RK4 steps:\n")[1].split("\n")[0].split()]
     assert len(errors) == 10 and all(0 < e < 1e-4 for e in errors)
     assert "warnings: 1 " in out
+
+
+def test_demo_examples_use_only_the_public_api_and_no_torch():
+    """`make demo` installs the core and JAX only (no torch) and shows the public API:
+    the examples it runs import nothing private of x64guard, and nothing of torch."""
+    import ast
+
+    for name in ("demo.py", "scoped_precision.py"):
+        tree = ast.parse(open(os.path.join(ROOT, "examples", name)).read())
+        imported = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                imported |= {f"{node.module}.{alias.name}" for alias in node.names}
+        private = {m for m in imported if m.startswith("x64guard") and any(p.startswith("_") for p in m.split("."))}
+        assert not private, f"{name} imports private names: {private}"
+        assert not {m for m in imported if m.split(".")[0] in ("torch", "torch_xla")}, name

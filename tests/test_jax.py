@@ -11,7 +11,7 @@ import pytest
 import x64guard
 from tests.corpus import oracle
 from tests.corpus.programs import CASES
-from tests.corpus.random_programs import SLOW_CASES
+from tests.sample import corpus_params
 
 NARROWABLE = [c for c in CASES if c.expect == "narrow"]
 REFUSED = [c for c in CASES if c.expect != "narrow"]
@@ -31,8 +31,7 @@ def leaves(tree):
     return [np.asarray(x) for x in jax.tree_util.tree_leaves(tree)]
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c.name in SLOW_CASES else c
-                                  for c in NARROWABLE], ids=lambda c: c.name)
+@pytest.mark.parametrize("case", corpus_params(NARROWABLE))
 def test_bit_identical_to_x32_jax_on_the_corpus(case):
     args = oracle.materialize_args(case)
     oracle.lower_x64(case.fn, args)  # also clears JAX's caches between traces (see oracle)

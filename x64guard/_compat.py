@@ -85,13 +85,27 @@ def x64_enabled():
 
 def register_enum_state(name: str, values: list[str], default: str, help: str):
     """A JAX configuration state that takes part in the jit cache key and the trace
-    context (both are needed: either alone gave stale results, see the notes)."""
+    context (both are needed: either alone gave stale results, see the notes).
+
+    `config.enum_state`, less its read of $NAME: JAX would take the raw variable (and
+    refuse `ERROR`); the caller reads it itself and passes `default`, so that nobody has
+    to rewrite the environment."""
     from jax._src import config
 
     if name in config.config_states:  # re-import (tests reload modules)
         return config.config_states[name]
-    return config.enum_state(name, values, default, help=help,
-                             include_in_jit_key=True, include_in_trace_context=True)
+
+    def parser(value):
+        if type(value) is not str or value not in values:
+            raise ValueError(f"new enum value must be in {values}, got {value} of type {type(value)}.")
+        return value
+
+    state = config.State[str](name, default, help, parser=parser,
+                              include_in_jit_key=True, include_in_trace_context=True)
+    config.config._contextmanager_flags.add(name)
+    config.config.add_option(name, state, "enum", meta_args=[], meta_kwargs={"enum_values": values, "help": help})
+    setattr(config.Config, name, property(lambda _: state.value))
+    return state
 
 
 def chain_persistent_cache_key(part) -> None:

@@ -11,6 +11,9 @@ the reader dies or hangs, it is replaced and the caller gets a `ValueError` sayi
 The reader is started on first use (about a second: it imports jax's MLIR bindings) and
 serves every thread of this process, one request at a time (a forked child starts its
 own). It exits when this process closes its stdin: at exit, or when this process dies.
+Its program is `x64guard/_bytecode_reader.py`, which runs `serve` below with
+`x64guard.mlir.read_bytecode`: this module imports nothing of x64guard (x64guard.mlir
+imports it, never the reverse).
 
 Protocol (binary, on the reader's stdin/stdout): a request is a kind byte (b"B": bytes
 follow; b"P": a UTF-8 file path follows), an 8-byte little-endian length and the payload;
@@ -31,6 +34,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 # Seconds the reader may take for a request: a base, plus time per MB of input (reading
 # 400 MB of bytecode takes about a second; a reader that loops forever must still be
@@ -41,7 +45,7 @@ STARTUP_TIMEOUT_S = 120.0  # importing jax on a loaded machine; not counted in a
 _READY = b'{"ready": true}\n'
 _HEADER = struct.Struct("<cQ")
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[1])
-READER_COMMAND = (sys.executable, "-m", "x64guard.isolated_reader", "serve")
+READER_COMMAND = (sys.executable, "-m", "x64guard._bytecode_reader", "serve")
 
 
 def timeout_for(size: int) -> float:
@@ -206,12 +210,12 @@ def _read_exactly(stream, n: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def serve() -> int:
-    """The reader's loop: read a request, parse it as this process's caller would, reply."""
-    from x64guard import mlir
-
+def serve(read: Callable[[bytes | str], object], prepare: Callable[[], object]) -> int:
+    """The reader's loop: read a request with `read` (bytes, or a file's path as str), as
+    this process's caller will read it, and reply. `prepare()` loads what reading needs
+    before the reader says it is ready (so that requests are timed from there)."""
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    mlir.make_context()  # load what reading needs before saying so
+    prepare()
     stdout.write(_READY)
     stdout.flush()
     while True:
@@ -223,7 +227,7 @@ def serve() -> int:
         if payload is None:
             return 0
         try:
-            module = mlir.read_bytecode(os.fsdecode(payload) if kind == b"P" else payload)
+            module = read(os.fsdecode(payload) if kind == b"P" else payload)
             del module  # its context (and the input's constants) go with it
             answer = {"ok": True}
         except ValueError as exc:
@@ -237,8 +241,8 @@ def serve() -> int:
         stdout.flush()
 
 
+USAGE = "x64guard's bytecode reader process is started by x64guard itself (x64guard/isolated_reader.py)"
+
 if __name__ == "__main__":
-    if sys.argv[1:] == ["serve"]:
-        sys.exit(serve())
-    print("usage: python -m x64guard.isolated_reader serve  (started by x64guard itself)", file=sys.stderr)
+    print(USAGE, file=sys.stderr)
     sys.exit(2)

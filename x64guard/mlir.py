@@ -11,18 +11,22 @@ generically. Bytecode from outside is vetted in a separate process first
 from __future__ import annotations
 
 import enum
+import functools
 import os
-from pathlib import Path
 
 import numpy as np
 
-from jax.extend import lowering
-from jax.extend import mlir as jex_mlir
-from jax.extend.mlir import ir
-from jax.extend.mlir.dialects import chlo, sdy, stablehlo
+from x64guard import _compat
 
-from x64guard import _compat, isolated_reader
-from x64guard.errors import X64GuardError
+_compat.check_jax_version()  # before JAX's bindings: a clear message for an untested JAX
+
+from jax.extend import lowering  # noqa: E402
+from jax.extend.mlir import ir, passmanager  # noqa: E402
+from jax.extend.mlir import serialize_portable_artifact  # noqa: E402
+from jax.extend.mlir.dialects import chlo, sdy, stablehlo  # noqa: E402
+
+from x64guard import isolated_reader  # noqa: E402
+from x64guard.errors import X64GuardError  # noqa: E402
 
 BYTECODE_MAGIC = b"ML\xefR"
 
@@ -237,13 +241,10 @@ def _read_bytecode(source: "bytes | str") -> tuple[ir.Module, SourceFormat]:
                 raise ValueError(f"x64guard: unreadable MLIR bytecode: {exc}") from None
             if not _is_vhlo(module):
                 return module, SourceFormat.BYTECODE
-            data = source if isinstance(source, bytes) else Path(source).read_bytes()
             try:
-                module = jex_mlir.deserialize_portable_artifact(data, context)
-            except Exception as exc:  # the bindings raise plain Exceptions here
-                raise ValueError(f"x64guard: unreadable StableHLO portable artifact: {exc}") from None
-            if not isinstance(module, ir.Module):
-                module = ir.Module.parse(module)
+                _vhlo_to_stablehlo(module)
+            except ir.MLIRError as exc:
+                raise ValueError(f"x64guard: unreadable StableHLO portable artifact: {_first_diagnostic(exc)}") from None
             return module, SourceFormat.PORTABLE_ARTIFACT
     except UnicodeDecodeError as exc:  # a name or diagnostic in the input that is not UTF-8
         raise ValueError(f"x64guard: unreadable MLIR bytecode: text in it is not valid UTF-8 ({exc})") from None
@@ -251,6 +252,21 @@ def _read_bytecode(source: "bytes | str") -> tuple[ir.Module, SourceFormat]:
 
 def _is_vhlo(module: ir.Module) -> bool:
     return any(op.operation.name.startswith("vhlo.") for op in module.body.operations)
+
+
+@functools.cache
+def _deserialize_pipeline(current_version: str) -> str:
+    stablehlo.register_stablehlo_passes()  # process-wide; registering again is harmless
+    return f"builtin.module(vhlo-to-version{{target={current_version}}},vhlo-legalize-to-stablehlo)"
+
+
+def _vhlo_to_stablehlo(module: ir.Module) -> None:
+    """A parsed portable artifact (VHLO ops) becomes StableHLO of this version, in place:
+    StableHLO's own deserialization pipeline, the one `deserialize_portable_artifact` runs
+    after parsing. Run on the module already parsed (from a file by MLIR itself), so an
+    artifact is parsed once and never copied into Python."""
+    pipeline = _deserialize_pipeline(stablehlo.get_current_version())
+    passmanager.PassManager.parse(pipeline).run(module.operation)
 
 
 def _first_diagnostic(exc: Exception) -> str:
@@ -276,7 +292,7 @@ def to_bytecode(module: ir.Module) -> bytes:
 def to_portable_artifact(module: ir.Module, target: str | None = None) -> bytes:
     """A StableHLO portable artifact (VHLO bytecode) for `target` (default: current)."""
     version = target or stablehlo.get_current_version()
-    return jex_mlir.serialize_portable_artifact(module, version)
+    return serialize_portable_artifact(module, version)
 
 
 __all__ = ["SourceFormat", "X64GuardError", "load", "clone", "to_text", "to_bytecode",

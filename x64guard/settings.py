@@ -4,24 +4,21 @@ The mode is a JAX configuration state that takes part in the jit cache key and t
 context, so any `jax.jit` that contains x64guard-narrowed calls compiles separately for
 `allow` (full width) and `warn`/`error` (narrowed), and it is hashed into the persistent
 compilation cache key, so a cache directory never serves one for the other.
-Its initial value is $X64GUARD_MODE (read when x64guard is imported), else warn.
+Its initial value is $X64GUARD_MODE (read, never written, when this module is first
+used), else warn.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 from typing import Iterator
 
 from x64guard import _compat, modes
-from x64guard.modes import MODE_ENV_VAR, Mode
+from x64guard.modes import Mode
 
-_initial = modes.mode_from_environment()  # a clear error for a bad $X64GUARD_MODE
-if MODE_ENV_VAR in os.environ:
-    # JAX reads $X64GUARD_MODE itself for a state of this name, and only in lower case.
-    os.environ[MODE_ENV_VAR] = _initial.value
+_compat.check_jax_version()  # the state lives in JAX's configuration: a clear message first
 _STATE = _compat.register_enum_state(
-    "x64guard_mode", [m.value for m in Mode], _initial.value,
+    "x64guard_mode", [m.value for m in Mode], modes.mode_from_environment().value,
     help="x64guard: allow keeps 64-bit types, warn narrows them with a warning, error refuses them.")
 
 

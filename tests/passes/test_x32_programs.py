@@ -16,6 +16,7 @@ import x64guard
 from tests.cli.conftest import run_cli
 from tests.corpus.oracle import _forget_traces, has_64bit_type, x64
 from tests.corpus.random_programs import x32_programs
+from tests.sample import named_params
 
 PROGRAMS = x32_programs()
 
@@ -27,7 +28,7 @@ def lower_x32(fn, args) -> str:
         return jax.jit(fn).lower(*args).as_text()
 
 
-@pytest.mark.parametrize("name, fn, args", PROGRAMS, ids=[p[0] for p in PROGRAMS])
+@pytest.mark.parametrize("name, fn, args", named_params(PROGRAMS))
 def test_check_x32_accepts_jax_x32_programs(name, fn, args):
     text = lower_x32(fn, args)
     report = x64guard.check(text, target="x32")

@@ -182,33 +182,47 @@ def _emit(run, args) -> int:
 
 def _narrow(args) -> int:
     import x64guard
-    from x64guard.cli.inputs import (FORMAT_NAMES, InputError, narrowed_bytes, read_bytes, read_units,
+    from x64guard.cli.inputs import (FORMAT_NAMES, STDIN, InputError, narrowed_bytes, read_bytes, read_units,
                                      write_atomically, writable)
 
-    units = read_units(args.input, read_bytes(args.input))
+    # A file is read by path (bytecode: by MLIR itself, after the reader process vetted it).
+    units = read_units(args.input, read_bytes(args.input) if args.input == STDIN else None)
     unit = units[0]
     if len(units) > 1 or not writable(unit):
         raise InputError(unit.display, f"x64guard narrow writes one module in its input's format; a "
                                        f"{FORMAT_NAMES[unit.format]} cannot be written back (use `x64guard "
                                        "check` on it, or narrow the module inside it)")
+    part = "the module"
+    results = []
+
+    def narrow(data, what: str = "the module"):
+        nonlocal part
+        part = what
+        results.append(x64guard.narrow(data, mode=args.mode, overflow=args.overflow))
+        return results[-1]
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", x64guard.X64GuardWarning)
         try:
-            result = x64guard.narrow(unit.data, mode=args.mode, overflow=args.overflow)
+            result = narrow(unit.data)
+            data = narrowed_bytes(unit, result, narrow)
         except x64guard.X64GuardError as exc:
-            print(f"x64guard: refused: {unit.display}: {_first_line(exc)}", file=sys.stderr)
+            where = "" if part == "the module" else f" ({part})"
+            print(f"x64guard: refused: {unit.display}{where}: {_first_line(exc)}", file=sys.stderr)
             for finding in exc.findings:
                 print(f"  {finding}", file=sys.stderr)
             print(f"x64guard: nothing written to {args.output}", file=sys.stderr)
             return EXIT_FINDINGS
         except ValueError as exc:  # unreadable module
             raise InputError(unit.display, str(exc).removeprefix("x64guard: ").splitlines()[0]) from None
-    write_atomically(args.output, narrowed_bytes(unit, result))
-    print(f"{result.summary()}; wrote {FORMAT_NAMES[unit.format]} to {args.output}"
+    write_atomically(args.output, data)
+    extra = f" with its {len(results) - 1} VJP module(s)" if len(results) > 1 else ""
+    print(f"{result.summary()}; wrote {FORMAT_NAMES[unit.format]}{extra} to {args.output}"
           f" (mode {result.mode.value})", file=sys.stderr)
-    lossy = [f for f in result.findings if str(f.severity) != "info"]
-    for finding in lossy:
-        print(f"  {finding}", file=sys.stderr)
+    for narrowed in results:
+        for finding in narrowed.findings:
+            if str(finding.severity) != "info":
+                print(f"  {finding}", file=sys.stderr)
     unexpected = [w for w in caught if not issubclass(w.category, x64guard.X64GuardWarning)]
     for w in unexpected:
         print(f"x64guard: warning: {w.message}", file=sys.stderr)

@@ -6,7 +6,9 @@ what it is. One file is usually one module; a torch-xla graph file
 (`XLA_SAVE_TENSORS_FILE`) holds one module per executed graph.
 
 Nothing here narrows or checks: every unit's `data` goes to `x64guard.check` /
-`x64guard.narrow` as MLIR text (str) or MLIR bytecode / portable artifact (bytes).
+`x64guard.narrow` as MLIR text (str), MLIR bytecode / portable artifact (bytes), or the
+path of a bytecode file (MLIR reads it itself, after x64guard's reader process vetted it:
+a large file is never copied into Python).
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ import re
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
 
 from x64guard import mlir
 from x64guard.cli import _hlo
@@ -80,13 +85,14 @@ class Unit:
 
     path: str                     # the file, as the user named it (or the dump file)
     format: Format
-    data: str | bytes             # what x64guard.check / x64guard.narrow read
+    data: str | bytes | Path      # what x64guard.check / x64guard.narrow read (Path: a bytecode file)
     name: str | None = None       # the module's symbol name, e.g. jit_model
     function: str | None = None   # the jitted function, e.g. model
     label: str | None = None      # which module of a multi-module file, e.g. "graph 2"
     origin: str | None = None     # where it came from, when the file says (torch-xla frames)
     version: str | None = None    # a portable artifact's StableHLO version
     ephemeral: bool = False       # a dump file removed after the run: never point at it
+    exported: Any = None          # a jax.export artifact's `Exported` (written back by `narrow`)
 
     @property
     def display(self) -> str:
@@ -129,16 +135,19 @@ def read_bytes(path: str) -> bytes:
 
 
 def read_units(path: str, data: bytes | None = None) -> list[Unit]:
-    """The modules in one file. Raises InputError when the file holds none x64guard can read."""
+    """The modules in one file (`data`: its content, when already read, e.g. standard
+    input). A bytecode file is left for MLIR to read by path; anything else is read here.
+    Raises InputError when the file holds none x64guard can read."""
     display = "<stdin>" if path == STDIN else path
     if data is None:
+        head = _read_head(path)
+        if head.startswith(mlir.BYTECODE_MAGIC):
+            return [_bytecode_unit(display, head, Path(path))]
         data = read_bytes(path)
     if not data.strip():
         raise InputError(display, "the file is empty (no module to read)")
     if data.startswith(mlir.BYTECODE_MAGIC):
-        version = _PORTABLE_VERSION.match(data)
-        fmt = Format.PORTABLE_ARTIFACT if version else Format.MLIR_BYTECODE
-        return [Unit(display, fmt, data, version=version.group(1).decode() if version else None)]
+        return [_bytecode_unit(display, data, data)]
     text = _utf8(data)
     if text is not None:
         if _hlo.looks_like_hlo_text(text):
@@ -157,6 +166,27 @@ def read_units(path: str, data: bytes | None = None) -> list[Unit]:
     hint = "" if _has_flatbuffers() else " (reading jax.export artifacts needs the 'flatbuffers' package)"
     raise InputError(display, "not a module x64guard can read: neither MLIR text, MLIR bytecode, a StableHLO "
                               f"portable artifact, HLO text, nor a serialized jax.export artifact{hint}")
+
+
+# Enough of a file to tell bytecode by its magic number and a portable artifact by the
+# producer string after it (`ML\xefR` `\r` `StableHLO_v1.13.7` `\0`).
+_HEAD_BYTES = 64
+
+
+def _read_head(path: str) -> bytes:
+    if path == STDIN:
+        return b""
+    try:
+        with open(path, "rb") as stream:
+            return stream.read(_HEAD_BYTES)
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+
+
+def _bytecode_unit(display: str, head: bytes, data: bytes | Path) -> Unit:
+    version = _PORTABLE_VERSION.match(head)
+    fmt = Format.PORTABLE_ARTIFACT if version else Format.MLIR_BYTECODE
+    return Unit(display, fmt, data, version=version.group(1).decode() if version else None)
 
 
 def function_name(module_name: str | None) -> str | None:
@@ -209,7 +239,7 @@ def _jax_export(display: str, data: bytes) -> Unit | None:
         return None
     version = _PORTABLE_VERSION.match(module)
     return Unit(display, Format.JAX_EXPORT, module, name=f"jit_{name}", function=name,
-                version=version.group(1).decode() if version else None)
+                version=version.group(1).decode() if version else None, exported=exported)
 
 
 def _torch_xla_graphs(display: str, text: str) -> list[Unit]:
@@ -245,8 +275,12 @@ def _is_library_file(file: str) -> bool:
 
 # Writing a narrowed module back in its input's format.
 
-def narrowed_bytes(unit: Unit, result) -> bytes:
-    """The narrowed module (a NarrowResult) in the format `unit` was read in."""
+def narrowed_bytes(unit: Unit, result, narrow: Callable[[bytes, str], Any] | None = None) -> bytes:
+    """The narrowed module (a NarrowResult) in the format `unit` was read in. `narrow(data,
+    what)` narrows the other modules a format carries (a jax.export artifact's VJPs) the way
+    `result` was narrowed, or raises."""
+    if unit.format is Format.JAX_EXPORT:
+        return _narrowed_jax_export(unit.exported, result, unit.version, narrow)
     if unit.format is Format.MLIR_TEXT:
         return result.text.encode("utf-8")
     if unit.format is Format.MLIR_BYTECODE:
@@ -261,7 +295,83 @@ def narrowed_bytes(unit: Unit, result) -> bytes:
 
 
 def writable(unit: Unit) -> bool:
-    return unit.format not in (Format.JAX_EXPORT, Format.TORCH_XLA_GRAPHS)
+    return unit.format is not Format.TORCH_XLA_GRAPHS
+
+
+# Writing a jax.export artifact back: the same `Exported` with its module narrowed and its
+# avals given the types of the narrowed module's @main, serialized again.
+
+def _narrowed_jax_export(exported, result, version: str | None, narrow) -> bytes:
+    depth = 0
+    vjps = []
+    current = exported
+    while current.has_vjp():  # the VJPs serialized with it (serialize(vjp_order=n))
+        current = current.vjp()
+        depth += 1
+        vjps.append(current)
+    narrowed_vjp = None
+    for order in range(depth, 0, -1):  # innermost first: each VJP holds the next
+        vjp = vjps[order - 1]
+        if narrow is None:
+            raise ValueError("x64guard: narrowing a jax.export artifact with VJPs needs `narrow`")
+        vjp_result = narrow(bytes(vjp.mlir_module_serialized), "its VJP" if order == 1 else f"its VJP of order {order}")
+        narrowed_vjp = _with_narrowed_module(vjp, vjp_result, _portable_version(vjp), narrowed_vjp)
+    top = _with_narrowed_module(exported, result, version, narrowed_vjp)
+    return bytes(top.serialize(vjp_order=depth))
+
+
+def _portable_version(exported) -> str | None:
+    match = _PORTABLE_VERSION.match(bytes(exported.mlir_module_serialized[:_HEAD_BYTES]))
+    return match.group(1).decode() if match else None
+
+
+def _with_narrowed_module(exported, result, version: str | None, vjp):
+    in_types, out_types = _main_element_types(result.module)
+    kept = exported.module_kept_var_idx
+    # @main takes the kept arguments last (after the platform index and effect tokens)
+    # and returns the results last (after the tokens).
+    if len(in_types) < len(kept) or len(out_types) < len(exported.out_avals):
+        raise ValueError("x64guard: the module's @main does not match the jax.export artifact's signature")
+    in_element = dict(zip(kept, in_types[len(in_types) - len(kept):]))
+    out_element = out_types[len(out_types) - len(exported.out_avals):]
+    in_avals = tuple(_narrowed_aval(aval, in_element.get(index)) for index, aval in enumerate(exported.in_avals))
+    out_avals = tuple(_narrowed_aval(aval, element) for aval, element in zip(exported.out_avals, out_element))
+    return dataclasses.replace(
+        exported, in_avals=in_avals, out_avals=out_avals,
+        mlir_module_serialized=bytes(result.portable_artifact(version)),
+        _get_vjp=None if vjp is None else (lambda _exported, narrowed=vjp: narrowed))
+
+
+def _narrowed_aval(aval, element: str | None):
+    """The aval's dtype as the narrowed module has it. Only 64-bit dtypes change (key
+    types and 8/16-bit types stay); an argument the module dropped (unused) gets the
+    32-bit counterpart, as x32 JAX would export it."""
+    from x64guard.passes.tables import NARROW_ELEMENT_TYPE, NUMPY_DTYPE
+
+    wide = {dtype: name for name, dtype in NUMPY_DTYPE.items() if name in NARROW_ELEMENT_TYPE}
+    dtype = getattr(aval, "dtype", None)
+    if not isinstance(dtype, np.dtype) or dtype not in wide:
+        return aval
+    if element is None:
+        element = NARROW_ELEMENT_TYPE[wide[dtype]]
+    return aval.update(dtype=NUMPY_DTYPE.get(element, dtype))
+
+
+def _main_element_types(module) -> tuple[list[str | None], list[str | None]]:
+    """Element types (MLIR spelling; None for tokens) of @main's arguments and results."""
+    from jax.extend.mlir import ir
+
+    def element(t) -> str | None:
+        return str(t.element_type) if isinstance(t, ir.ShapedType) else None
+
+    with module.context:
+        for op in module.body.operations:
+            attributes = op.operation.attributes
+            if (op.operation.name == "func.func" and "sym_name" in attributes
+                    and ir.StringAttr(attributes["sym_name"]).value == "main"):
+                function = ir.FunctionType(ir.TypeAttr(attributes["function_type"]).value)
+                return [element(t) for t in function.inputs], [element(t) for t in function.results]
+    raise ValueError("x64guard: the jax.export artifact's module has no @main")
 
 
 def write_atomically(path: str, data: bytes) -> None:
