@@ -9,6 +9,7 @@ import os
 
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from tests.ecosystem.programs.base import Refusal, Registry
 
@@ -25,13 +26,13 @@ def identical():
     return (lambda x: jnp.tanh(x) * 2.0), (jnp.asarray([0.5, -1.0], jnp.float32),)
 
 
-@registry.program("finfo_wrong", "numpyro-style clamp to [tiny, 1 - eps] of the input dtype")
-def finfo_wrong():
-    def clamp(p):
-        finfo = jnp.finfo(p.dtype)
-        return jnp.log1p(-jnp.clip(p, finfo.tiny, 1.0 - finfo.eps))
+@registry.program("shift_by_width_wrong",
+                  "the sign bit by a logical shift of iinfo(dtype).bits - 1: int64's 63 shifts int32 out entirely")
+def shift_by_width_wrong():
+    def sign_bit(x):
+        return lax.shift_right_logical(x, jnp.asarray(jnp.iinfo(x.dtype).bits - 1, x.dtype))
 
-    return clamp, (jnp.asarray([0.0, 0.5, 1.0], jnp.float32),)
+    return sign_bit, (jnp.asarray([-3, 5, -7], jnp.int32),)
 
 
 @registry.program("out_of_range_unjustified", "an int64 input beyond int32, declared refusable for the wrong kind",

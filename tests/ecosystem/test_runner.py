@@ -20,10 +20,10 @@ def test_crash_attributed_and_run_continues():
     assert "SIGABRT" in aborted.detail
     assert (records["identical"].outcome, records["identical"].ok) == ("identical", True)
     assert records["identical"].has_64bit
-    wrong = records["finfo_wrong"]
-    assert (wrong.outcome, wrong.ok) == ("wrong", False)
-    # the probe must find the cause: with float32's finfo constants the bits are x32 JAX's
-    assert wrong.cause == "finfo-constant" and "finfo-constant=identical" in wrong.detail, wrong.detail
+    wrong = records["shift_by_width_wrong"]
+    assert (wrong.outcome, wrong.ok) == ("wrong", False), wrong.detail
+    # the probe must find the cause: traced at its own width (int32), the shift is by 31
+    assert wrong.cause == "input-width" and "input-width=identical" in wrong.detail, wrong.detail
     refused = records["out_of_range_unjustified"]
     assert (refused.outcome, refused.ok) == ("refused", False)
     assert "input-out-of-range" in refused.detail
