@@ -70,7 +70,8 @@ def main() -> None:
         print(f"   warning: {w.message}")
     by_line: dict[str, list] = {}
     for finding in result.findings:
-        by_line.setdefault(finding.location.rsplit(":", 1)[0], []).append(finding)
+        where = finding.location
+        by_line.setdefault(f"{where.file}:{where.line}" if where.has_file else str(where), []).append(finding)
     for where, findings in sorted(by_line.items()):
         ops = sorted({f.op.removeprefix("stablehlo.") for f in findings})
         what = sorted({f.message for f in findings if f.kind != "type-narrowed"})

@@ -16,7 +16,7 @@ import x64guard
 from x64guard.cli.results import (SEVERITIES, ModuleResult, Run, format_name, is_compilation_dump,
                                   target_description)
 from x64guard.cli.term import Style
-from x64guard.cli.where import ModulePosition, Source, display_location, relative
+from x64guard.cli.where import ModulePosition, Source, display_location, display_origin, relative
 from x64guard.findings import Finding
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -179,13 +179,13 @@ def _module_suffix(module: ModuleResult, run: Run) -> str:
         source = module.primary_source(run.fail_on)
         if source:
             parts.append(f" at {source.display()}")
-        if unit.origin and (source is None or display_location(unit.origin) != source.display()):
-            parts.append(f", called from {display_location(unit.origin)}")
+        if unit.origin and (source is None or display_origin(unit.origin) != source.display()):
+            parts.append(f", called from {display_origin(unit.origin)}")
         dumps = f", {module.repeats} dumps like" if module.repeats > 1 else ","
         parts.append(f" (module @{unit.name}{dumps} {Path(unit.path).name})" if unit.name
                      else f" ({Path(unit.path).name})")
     elif unit.function:
-        parts.append(f" (jit({unit.function})" + (f", called from {display_location(unit.origin)})"
+        parts.append(f" (jit({unit.function})" + (f", called from {display_origin(unit.origin)})"
                                                  if unit.origin else ")"))
     return "".join(parts)
 
@@ -221,7 +221,7 @@ def _finding_line(module: ModuleResult, finding: Finding, style: Style, shown: s
 def _position_text(position: ModulePosition, finding: Finding) -> str:
     """A position inside the module its group names: `@main (signature)`, `@main op #4`."""
     if position.function is None:
-        return finding.location
+        return str(finding.location)
     text = f"@{position.function}"
     if position.op_index is not None:
         return f"{text} op #{position.op_index}"
@@ -304,7 +304,7 @@ def to_json(run: Run) -> dict:
             "error": file.error,
             "modules": [{
                 "name": m.unit.name, "function": m.unit.function, "label": m.unit.label,
-                "origin": display_location(m.unit.origin) if m.unit.origin else None,
+                "origin": display_origin(m.unit.origin) if m.unit.origin else None,
                 "repeats": m.repeats, "passed": not m.failing(run.fail_on),
                 "findings": [finding_json(m, f) for f in m.findings],
             } for m in file.modules],
@@ -415,7 +415,7 @@ def _sarif_location(module: ModuleResult, where: Source | ModulePosition, run: R
 
 
 def _fingerprint(module_name: str | None, finding: Finding, source: Source | None) -> str:
-    where = f"{source.path}:{source.line}:{source.column}" if source else finding.location
+    where = f"{source.path}:{source.line}:{source.column}" if source else str(finding.location)
     key = "\0".join([finding.kind, finding.op, where, module_name or ""])
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 

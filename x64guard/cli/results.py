@@ -190,8 +190,9 @@ def call_site(module, function: str) -> str | None:
     ops (its return) `jit(<function>)`, over the caller's file location."""
     from jax.extend.mlir import ir
 
-    from x64guard.passes.locations import parse_location
+    from x64guard.passes.locations import LocationResolver
 
+    resolver = LocationResolver()
     wanted = (f"jit({function})", f"pjit({function})", f"pmap({function})")
     for op in module.body.operations:
         if op.operation.name != "func.func" or "sym_name" not in op.operation.attributes:
@@ -201,9 +202,9 @@ def call_site(module, function: str) -> str | None:
         for region in op.operation.regions:
             for block in region.blocks:
                 for inner in block.operations:
-                    where, name = parse_location(str(inner.operation.location))
-                    if name in wanted and where and not where.startswith("line "):
-                        return where
+                    where, name = resolver.resolve_with_name(inner.operation.location)
+                    if name in wanted and where is not None and where.has_file:
+                        return str(where)  # a unit's origin: `file:line:col`
     return None
 
 
