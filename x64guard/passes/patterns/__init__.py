@@ -1,6 +1,7 @@
 """The rewrite patterns of the narrowing pass: one generic type conversion, a few named
 rules, and the rules of the idiom phase. The tables below are the registry: a rule not
-listed here never runs (tests/passes/test_golden.py checks that each has a golden case)."""
+listed here never runs (tests/passes/test_golden.py checks that each named rule and the
+generic one has a golden case in tests/passes/golden/rules, or names where it is tested)."""
 
 from x64guard.passes.patterns.check_ops import NarrowCheckExpectation
 from x64guard.passes.patterns.casts import NarrowBitcastConvert, NarrowReducePrecision, RemoveIdentityConvert

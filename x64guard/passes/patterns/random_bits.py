@@ -30,7 +30,7 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo
 
 from x64guard.findings import Kind, Severity
-from x64guard.passes.driver import OpContext
+from x64guard.passes.driver import OpContext, walk
 from x64guard.passes.idioms import IdiomPattern
 from x64guard.passes.matching import (convert, dense_values, element_spelling, producer, result_number,
                                       shape_of, splat, splat_value, tensor_type, users)
@@ -70,7 +70,7 @@ def _holds_fingerprint(function: ir.Operation) -> bool:
                 seen.add(tuple(int(v) for v in values))
         return ir.WalkResult.ADVANCE
 
-    function.walk(visit, ir.WalkOrder.PRE_ORDER)
+    walk(function, visit)
     return wanted <= seen
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
-from x64guard.passes.driver import KEEP_TYPES, OpContext, RewritePattern
+from x64guard.passes.driver import KEEP_TYPES, OpContext, RewritePattern, walk
 from x64guard.passes.idioms import IdiomPattern
 from x64guard.passes.matching import element_spelling
 from x64guard.passes.tables import NARROW_ELEMENT_TYPE, RNG_STATE_REFUSE
@@ -116,7 +116,7 @@ class KeepRngState(IdiomPattern):
                 generators.append((op, function[0]))
             return ir.WalkResult.ADVANCE
 
-        module.walk(visit, ir.WalkOrder.PRE_ORDER)
+        walk(module.operation, visit)
         if not generators:
             return False
         chain, seen = _Chain(), set()
