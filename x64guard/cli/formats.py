@@ -8,6 +8,8 @@ source line or a position in the module, x64guard/cli/where.py) in every format.
 
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import json
 from pathlib import Path
@@ -207,6 +209,10 @@ def _finding_line(module: ModuleResult, finding: Finding, style: Style, shown: s
         place = where.display() + (f" (in @{where.function})" if where.function else "")
     else:
         place = _position_text(where, finding)
+    if finding.positions:  # a group of ops without a source location: this is its first place
+        places = len(finding.positions) + finding.unlisted_positions
+        inside = f" in @{finding.location.function}" if finding.location.function else ""
+        place += f" (first of {places} places{inside})"
     times = f" (x{finding.count})" if finding.count > 1 else ""
     what, sep, advice = finding.message.partition("; ")
     message = finding.message
@@ -279,7 +285,15 @@ def finding_json(module: ModuleResult, finding: Finding) -> dict:
     data["location"] = display_location(finding.location)
     data["source"] = where.to_json() if isinstance(where, Source) else None
     data["position"] = where.to_json() if isinstance(where, ModulePosition) else None
+    if finding.positions:  # every place of a group without source locations (as many as were asked)
+        data["positions"] = [_place_json(module.locate(dataclasses.replace(finding, location=p, positions=())))
+                             for p in finding.positions]
     return data
+
+
+def _place_json(where: Source | ModulePosition) -> dict:
+    return {"source": where.to_json(), "position": None} if isinstance(where, Source) else \
+        {"source": None, "position": where.to_json()}
 
 
 def to_json(run: Run) -> dict:
@@ -386,6 +400,16 @@ def _sarif_result(run: Run, module: ModuleResult, finding: Finding, index: int) 
     location = _sarif_location(module, where, run)
     location["logicalLocations"] = [_logical_location(module, where)]
     result["locations"] = [location]
+    if len(finding.positions) > 1:  # the other places of a group without source locations
+        related = []
+        for number, position in enumerate(finding.positions[1:], 1):
+            other = module.locate(dataclasses.replace(finding, location=position, positions=()))
+            entry = _sarif_location(module, other, run)
+            entry["logicalLocations"] = [_logical_location(module, other)]
+            entry["id"] = number
+            related.append(entry)
+        result["relatedLocations"] = related
+        result["properties"]["places"] = len(finding.positions) + finding.unlisted_positions
     return result
 
 
