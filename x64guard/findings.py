@@ -67,6 +67,9 @@ class Kind(enum.StrEnum):
     TORCH_XLA_EXECUTION = "torch-xla-execution"
     CPU_OUTPUT = "cpu-output"
     INPUT_MUTATION = "input-mutation"
+    RNG_STATE_SOURCE = "rng-state-source"
+    EXPORT_INPUT = "export-input"
+    SYNC_64BIT_TENSOR = "sync-64bit-tensor"
     INTERNAL = "internal"
 
 
@@ -112,6 +115,10 @@ KIND_TABLE: dict[Kind, tuple[str, str, str]] = {
     Kind.TORCH_XLA_EXECUTION: ("error", "torch-xla", "tracing the graph executed part of it"),
     Kind.CPU_OUTPUT: ("error", "torch-xla", "the graph returns a tensor of another device"),
     Kind.INPUT_MUTATION: ("error", "torch-xla", "the graph writes to an input in place"),
+    Kind.RNG_STATE_SOURCE: ("error", "torch-xla", "the graph's generator state cannot be computed on the host"),
+    Kind.EXPORT_INPUT: ("error", "torch-xla", "an exported program takes an input kind x64guard does not pass"),
+    Kind.SYNC_64BIT_TENSOR: ("error", "torch-xla", "x64guard.torch_xla.sync would write a narrowed result into a "
+                                                   "64-bit tensor in place"),
     Kind.INTERNAL: ("error", "torch-xla", "x64guard could not map the graph's inputs"),
 }
 
