@@ -168,8 +168,8 @@ def core(args: argparse.Namespace, runs: int, locations: bool = True) -> tuple[d
     trace_s = time.perf_counter() - start
     module, _ = xmlir.load(text)
     n_ops = workload.count_ops(module)
-    label = "with locations" if locations else "without locations"
-    print(f"\n[module {label}] jax.jit(f).lower(...).as_text(debug_info={locations}), x64 on for the trace only: "
+    module_label = "with locations" if locations else "without locations"
+    print(f"\n[module {module_label}] jax.jit(f).lower(...).as_text(debug_info={locations}), x64 on for the trace only: "
           f"{args.steps} unrolled steps, {n_ops:,} ops, {len(text):,} chars, "
           f"{sixty_four_left(text):,} 64-bit type tokens, traced in {trace_s:.2f} s")
 
@@ -295,7 +295,7 @@ def core(args: argparse.Namespace, runs: int, locations: bool = True) -> tuple[d
         "sanity": {"sixty_four_tokens_left": left, "ok": left == 0},
     })
 
-    lines = [f"  core pass (module {label}: {n_ops:,} ops)"]
+    lines = [f"  core pass (module {module_label}: {n_ops:,} ops)"]
     if ratio is not None:
         lines.append(f"  (a) text->text  x64guard {ours_best:.2f} s  IREE {iree_best:.2f} s  ratio {ratio:.2f}  "
                      f"target <= {TARGET_RATIO}  {met(ratio <= TARGET_RATIO)}")
