@@ -35,11 +35,6 @@ def file_location(file: str, line: int, column: int) -> Location:
     return Location.source(file, line, column + 1 if file.endswith(".py") else column)
 
 
-def is_input_position(location: ir.Location) -> bool:
-    """A parser position in the input text, not a source location (cheap: no cache needed)."""
-    return type(location) is _FILE_LOC and location.filename in _INPUT_FILES
-
-
 def input_position(location: ir.Location, function: str | None) -> Location:
     return Location.input_line(location.start_line, location.start_col, function)
 
@@ -52,10 +47,7 @@ class LocationResolver:
 
     def resolve(self, location: ir.Location) -> Location | None:
         """The source (or input) position of `location`, or None when it has none."""
-        kind = type(location)
-        if kind is _FILE_LOC:  # no cache: reading it costs what a lookup would
-            return file_location(location.filename, location.start_line, location.start_col)
-        if kind is _UNKNOWN_LOC:
+        if type(location) is _UNKNOWN_LOC:
             return None
         return self.resolve_with_name(location)[0]
 
@@ -69,6 +61,13 @@ class LocationResolver:
 
 
 def _resolve(location: ir.Location) -> tuple[Location | None, str | None]:
+    text = str(location.attr)
+    if "\\" in text:
+        # The bindings' string accessors (filename, name_str) abort the process, uncatchably
+        # (a nanobind conversion error), on a string that is not valid UTF-8, which a corrupted
+        # bytecode file can hold. MLIR prints every byte outside printable ASCII as an escape
+        # (\XX), so only a printed form without one is read through them.
+        return parse_location(text)
     name = location.name_str if type(location) is _NAME_LOC else None
     found = _first_file(location, 0)
     if found is _UNREADABLE:  # a location class these bindings do not hand back typed

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from jax.extend.mlir import ir
 
 from x64guard.findings import Finding, Kind, Location, Severity
-from x64guard.passes.locations import LocationResolver, file_location, input_position
+from x64guard.passes.locations import LocationResolver, input_position
 from x64guard.passes.types import TypeConverter
 
 FIRST_POSITIONS = 5     # positions a location-less group lists unless every one is asked for
@@ -163,10 +163,10 @@ class FindingsStore:
         without."""
         kind = type(location)
         if kind is _FILE_LOC:
-            file = location.filename
-            if file in ("", "-"):
-                return ("in", function), location  # resolved only if listed
-            return file_location(file, location.start_line, location.start_col), None
+            where = self._resolver.resolve(location)  # read safely (locations.py), cached per location
+            if where is None or where.input_position:
+                return ("in", function), location  # a parser position: resolved only if listed
+            return where, None
         if kind is not _UNKNOWN_LOC:
             where = self._resolver.resolve(location)
             if where is not None:
