@@ -19,7 +19,9 @@ Core:
   (c) parse (`x64guard.mlir.load`) and print of the same module, for reference.
 
 The module is a ~33k-op x64 StableHLO program JAX lowers from a deep unrolled Python
-loop (bench/workload.py). Timings are best of N after one warm-up, time.perf_counter.
+loop (bench/workload.py), measured twice in the same run: with JAX's source locations
+(`as_text(debug_info=True)`) and without any (`as_text()`: every op is a parser position;
+findings are grouped per op and function). Both have the same targets. Timings are best of N after one warm-up, time.perf_counter.
 Figures also go to bench-out/results.json.
 
 Options: --runs N (default 5), --steps S (module size), --only import|core|jit|torch|torch_xla|large (one part),
@@ -159,19 +161,22 @@ def met(ok: bool | None) -> str:
 
 # --------------------------------------------------------------------------- main
 
-def core(args: argparse.Namespace, runs: int) -> tuple[dict, list[str]]:
-    """The core pass against IREE: prints its section; returns (figures, summary lines)."""
+def core(args: argparse.Namespace, runs: int, locations: bool = True) -> tuple[dict, list[str]]:
+    """The core pass against IREE on the module with or without locations: prints its
+    section; returns (figures, summary lines)."""
     # 1. The module -------------------------------------------------------------------
     start = time.perf_counter()
-    text = workload.lower_x64(args.steps)
+    text = workload.lower_x64(args.steps, locations=locations)
     trace_s = time.perf_counter() - start
     module, _ = xmlir.load(text)
     n_ops = workload.count_ops(module)
-    print(f"\n[module] jax.jit(f).lower(...).as_text(debug_info=True), x64 on for the trace only: "
+    module_label = "with locations" if locations else "without locations"
+    print(f"\n[module {module_label}] jax.jit(f).lower(...).as_text(debug_info={locations}), x64 on for the trace only: "
           f"{args.steps} unrolled steps, {n_ops:,} ops, {len(text):,} chars, "
           f"{sixty_four_left(text):,} 64-bit type tokens, traced in {trace_s:.2f} s")
 
-    results: dict = {"module": {"ops": n_ops, "chars": len(text), "steps": args.steps, "trace_s": trace_s}}
+    results: dict = {"module": {"ops": n_ops, "chars": len(text), "steps": args.steps, "trace_s": trace_s,
+                                "locations": locations}}
 
     with tempfile.TemporaryDirectory(prefix="x64guard-bench-") as tmp:
         tmp = Path(tmp)
@@ -288,7 +293,7 @@ def core(args: argparse.Namespace, runs: int) -> tuple[dict, list[str]]:
         "sanity": {"sixty_four_tokens_left": left, "ok": left == 0},
     })
 
-    lines = [f"  core pass (module: {n_ops:,} ops)"]
+    lines = [f"  core pass (module {module_label}: {n_ops:,} ops)"]
     if ratio is not None:
         lines.append(f"  (a) text->text  x64guard {ours_best:.2f} s  IREE {iree_best:.2f} s  ratio {ratio:.2f}  "
                      f"target <= {TARGET_RATIO}  {met(ratio <= TARGET_RATIO)}")
@@ -335,8 +340,10 @@ def main(argv: list[str] | None = None) -> int:
         results["import"] = import_bench.run(runs)
         summary += import_bench.summary(results["import"])
     if "core" in halves:
-        core_results, core_lines = core(args, runs)
+        core_results, core_lines = core(args, runs, locations=True)
         results.update(core_results)
+        summary += core_lines
+        results["no_locations"], core_lines = core(args, runs, locations=False)
         summary += core_lines
     if "jit" in halves:
         results["jit"] = jit_bench.run(runs, profile=args.profile)

@@ -32,8 +32,10 @@ def _program(steps: int):
     return f
 
 
-def lower_x64(steps: int = DEFAULT_STEPS, width: int = 8) -> str:
-    """StableHLO text (with locations) of the program traced with x64 enabled.
+def lower_x64(steps: int = DEFAULT_STEPS, width: int = 8, locations: bool = True) -> str:
+    """StableHLO text of the program traced with x64 enabled: with JAX's source locations
+    (`as_text(debug_info=True)`), or without any (`as_text()`, as most dumps, HLO
+    conversions and torch-xla modules are).
 
     x64 is enabled only for the trace; the previous setting is restored afterwards.
     """
@@ -42,7 +44,7 @@ def lower_x64(steps: int = DEFAULT_STEPS, width: int = 8) -> str:
     try:
         lowered = jax.jit(_program(steps)).lower(
             np.linspace(-1.0, 1.0, width, dtype=np.float64), np.arange(width, dtype=np.int64))
-        return lowered.as_text(debug_info=True)
+        return lowered.as_text(debug_info=locations)
     finally:
         jax.config.update("jax_enable_x64", previous)
 

@@ -92,9 +92,9 @@ def main():
     try:
         strict(ids.to(torch_xla.device()), targets.to(torch_xla.device()))
     except x64guard.X64GuardError as error:
-        here = [f for f in error.findings if os.path.basename(__file__) in f.location and "[" in f.location]
+        here = [f for f in error.findings if os.path.basename(f.location.file or "") == os.path.basename(__file__) and f.location.note]
         print("mode=error: ", len(error.findings), "findings, e.g.",
-              re.sub(r"^.*/", "", here[0].location), here[0].op)
+              re.sub(r"^.*/", "", str(here[0].location)), here[0].op)
 
     # 5. Dropout in the compiled step: torch-xla's generator state is passed in as 32-bit words
     # and kept as the one 64-bit value (the x32 profile's RNG state).

@@ -54,7 +54,7 @@ def test_jax_locations_point_at_the_users_line():
     result = narrow_quietly(lower_x64(user_function, *ARGS))
     sin = next(f for f in result.findings if f.op == "stablehlo.sine")
     line = user_function.__code__.co_firstlineno + 1
-    assert sin.location.startswith(f"{__file__}:{line}:")
+    assert (sin.location.file, sin.location.line) == (__file__, line)
 
 
 # --- modes ----------------------------------------------------------------------
@@ -93,7 +93,7 @@ def test_error_mode_lists_every_64bit_use_with_location():
     error = info.value
     assert isinstance(error, ValueError)
     assert {f.op for f in error.findings} >= {"stablehlo.sine", "stablehlo.multiply", "func.func"}
-    assert all(f.location for f in error.findings)
+    assert all(str(f.location) for f in error.findings)
     assert __file__ in str(error)
 
 

@@ -467,7 +467,7 @@ def ops_of(text: str) -> list[Op]:
                 except (UnreadableConstant, KeyError):
                     entry.values = None
                 where, jax_name = parse_location(str(op.location.attr))
-                entry.where = " ".join(s for s in (jax_name, where) if s)
+                entry.where = " ".join(s for s in (jax_name, str(where) if where is not None else None) if s)
             out.append(entry)
             return ir.WalkResult.ADVANCE
 

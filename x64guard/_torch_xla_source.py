@@ -29,12 +29,11 @@ import torch
 from jax.extend.mlir import ir
 
 import x64guard
-from x64guard.findings import Finding
+from x64guard.findings import POSITION, SOURCE, Finding, Location
 
 TRAMPOLINE_FILE = "x64guard-fx-node"
 _TRAMPOLINE_FRAME = re.compile(r'"' + re.escape(TRAMPOLINE_FILE) + r'":(\d+):')
 _STACK_FRAME = re.compile(r'File "([^"]+)", line (\d+), in ([^\n]+)\n([^\n]*)')
-_LOCATION = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<column>\d+)$")
 
 # Frames in these directories are PyTorch's and x64guard's own, never the model's line.
 _LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (torch, x64guard))
@@ -188,9 +187,8 @@ def locate_findings(findings: Sequence[Finding], sources: "SourceMap | None") ->
     merged: dict[tuple, Finding] = {}
     for finding in findings:
         location = finding.location
-        match = _LOCATION.match(location)
-        if match is not None:
-            seen = sources.at_line.get((match.group("file"), int(match.group("line"))))
+        if location.origin == SOURCE and location.line is not None:
+            seen = sources.at_line.get((location.file, location.line))
             if seen:
                 modules = []
                 for source in seen:
@@ -198,10 +196,11 @@ def locate_findings(findings: Sequence[Finding], sources: "SourceMap | None") ->
                         source.module_type
                     if described and described not in modules:
                         modules.append(described)
-                location = f"{match.group('file')}:{match.group('line')}" + \
-                    (f" [{', '.join(modules)}]" if modules else "")
-        elif finding.op == "func.func" and location.startswith("@"):
-            location = "the graph's inputs and results"   # the signature: no op of the model made it
+                location = Location.source(location.file, location.line, None,
+                                           ", ".join(modules) if modules else None)
+        elif finding.op == "func.func" and location.origin == POSITION \
+                and location.function is not None:
+            location = Location.at("the graph's inputs and results")  # the signature: no op of the model made it
         key = (finding.kind, finding.severity, finding.op, location, finding.message)
         if key in merged:
             previous = merged[key]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -13,11 +12,15 @@ from jax.extend.mlir import ir
 
 from x64guard import mlir
 from x64guard.errors import X64GuardError, X64GuardWarning
-from x64guard.findings import Finding, Report, Severity, errors, format_findings
+from x64guard.findings import Finding, Kind, Location, Report, Severity, errors, format_findings
 from x64guard.modes import Mode, resolve_mode, resolve_overflow
 from x64guard.passes import NarrowX64Pass
 from x64guard.passes.check import check_target, profile_for
+from x64guard.passes.store import NARROWED, TypeReport
 from x64guard.passes.tables import DEFAULT_TARGET
+
+# mode='error': every 64-bit use is a refusal.
+_REFUSED_USES = TypeReport(Kind.TYPE_64BIT, Severity.ERROR, "64-bit types ({changes}); mode='error' refuses them")
 
 ModuleLike = "str | bytes | os.PathLike | ir.Module"
 
@@ -49,7 +52,7 @@ class NarrowResult:
             return "x64guard: no 64-bit types"
         parts = ", ".join(f"{k} x{n}" for k, n in sorted(self.changes.items()))
         verb = "would narrow" if self.mode is Mode.ALLOW else "narrowed"
-        places = len([f for f in self.findings if f.kind == "type-narrowed"])
+        places = len([f for f in self.findings if f.kind is Kind.TYPE_NARROWED])
         return f"x64guard: {verb} {total} types ({parts}) at {places} places"
 
 
@@ -76,15 +79,15 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
     policy = resolve_overflow(overflow).value
     profile = profile_for(target)
     working, source_format = mlir.load(module, trusted=trusted)
-    dry_run = resolved is not Mode.WARN
     with _unreadable_as_value_error("narrow"):
-        result = NarrowX64Pass(overflow=policy, dry_run=dry_run, dtype_constants=dtype_constants,
-                               profile=profile).apply(working)
+        result = NarrowX64Pass(overflow=policy, record_only=resolved is not Mode.WARN, dtype_constants=dtype_constants,
+                               profile=profile, types=_REFUSED_USES if resolved is Mode.ERROR else NARROWED
+                               ).apply(working)
     out = NarrowResult(working, result.findings + _format_findings(source_format, result.changes),
                        result.changes, resolved, source_format)
 
     if resolved is Mode.ERROR and (out.changes or errors(out.findings)):
-        uses = [_as_refused_use(f) for f in out.findings if f.kind == "type-narrowed" or f.severity is Severity.ERROR]
+        uses = errors(out.findings)
         raise X64GuardError(
             f"x64guard (mode=error): the module uses 64-bit types in {len(uses)} places; "
             "accelerators without 64-bit support cannot run it. Narrow it (mode='warn') or "
@@ -106,7 +109,7 @@ def _format_findings(source_format: mlir.SourceFormat, changes: dict[str, int]) 
     if source_format is not mlir.SourceFormat.PORTABLE_ARTIFACT or not changes.get("f64->f32"):
         return []
     return [Finding(
-        "serialized-chlo", Severity.WARNING, "builtin.module", "the module",
+        Kind.SERIALIZED_CHLO, Severity.WARNING, "builtin.module", Location.at("the module"),
         "this is a StableHLO portable artifact: serializing it expanded some CHLO ops (erfc, lgamma, erf_inv, "
         "...) into float64-specific code before x64guard saw it (composites such as chlo.erf are restored). "
         "Narrowed, that code runs the float64 algorithm in float32, which can differ from JAX's x32 program in "
@@ -114,21 +117,15 @@ def _format_findings(source_format: mlir.SourceFormat, changes: dict[str, int]) 
         "or use x64guard.jit")]
 
 
-def _as_refused_use(finding: Finding) -> Finding:
-    """In mode error every 64-bit use is an error finding."""
-    if finding.kind != "type-narrowed":
-        return finding
-    types = finding.message.removeprefix("narrowed ")
-    return dataclasses.replace(finding, kind="type-64bit", severity=Severity.ERROR,
-                               message=f"64-bit types ({types}); mode='error' refuses them")
-
-
-def check(module: ModuleLike, *, target: str = DEFAULT_TARGET, trusted: bool = False) -> Report:
+def check(module: ModuleLike, *, target: str = DEFAULT_TARGET, trusted: bool = False,
+          all_positions: bool = False) -> Report:
     """No rewrite: every 64-bit use and every blocker for `target`, as findings.
-    `trusted` as for `narrow`."""
+    `trusted` as for `narrow`. Findings of ops without a source location are grouped per
+    op and function with their first positions (`Finding.positions`); `all_positions`
+    lists every one (what `x64guard check --format json|sarif` asks for)."""
     working, _ = mlir.load(module, trusted=trusted)
     with _unreadable_as_value_error("check"):
-        return check_target(working, target)
+        return check_target(working, target, all_positions=all_positions)
 
 
 @contextlib.contextmanager

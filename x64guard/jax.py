@@ -43,16 +43,12 @@ from x64guard.errors import X64GuardError
 from x64guard.findings import Finding
 from x64guard.modes import Mode, resolve_mode, resolve_overflow
 from x64guard.settings import current_mode
-from x64guard.passes.tables import NUMPY_DTYPE
+from x64guard.passes.tables import NARROW_NUMPY_DTYPE
 
-# The numpy side of the type map: what an input or output dtype becomes.
-NARROW_DTYPE: dict[np.dtype, np.dtype] = {
-    np.dtype(np.int64): np.dtype(np.int32), np.dtype(np.uint64): np.dtype(np.uint32),
-    np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.complex64),
-}
-assert {str(k) for k in NARROW_DTYPE} <= {str(v) for v in NUMPY_DTYPE.values()}
+# The numpy side of the type map (the core's type table): what an input or output dtype becomes.
+NARROW_DTYPE: dict[np.dtype, np.dtype] = NARROW_NUMPY_DTYPE
 
-_WIDE_INTEGERS = frozenset({np.dtype(np.int64), np.dtype(np.uint64)})
+_WIDE_INTEGERS = frozenset(wide for wide in NARROW_DTYPE if wide.kind in "iu")
 _ALLOW = Mode.ALLOW
 _JaxRuntimeError = jax.errors.JaxRuntimeError
 _ARRAY_TYPE = _compat.array_impl_type()  # jax.Array's concrete class (no array made at import)

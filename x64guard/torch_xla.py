@@ -61,18 +61,17 @@ from x64guard.api import NarrowResult, narrow  # noqa: E402
 from x64guard.errors import X64GuardError  # noqa: E402
 from x64guard.findings import Finding, Severity, format_findings  # noqa: E402
 from x64guard.modes import Mode, resolve_mode, resolve_overflow  # noqa: E402
+from x64guard.passes.tables import NARROW_TORCH_DTYPE  # noqa: E402
 
 __all__ = ["backend", "compile", "narrow_exported", "to_device", "sync", "NarrowedProgram", "NARROW_DTYPE", "counters",
            "TorchXlaFailure"]
 
 BACKEND_NAME = "x64guard"
 
-# What a 64-bit dtype becomes: the core's type map, on the torch side.
+# What a 64-bit dtype becomes: the core's type table, on the torch side.
 NARROW_DTYPE: dict[torch.dtype, torch.dtype] = {
-    torch.int64: torch.int32, torch.uint64: torch.uint32,
-    torch.float64: torch.float32, torch.complex128: torch.complex64,
-}
-_INTEGER_NARROW = {torch.int64, torch.uint64}
+    getattr(torch, wide): getattr(torch, narrow) for wide, narrow in NARROW_TORCH_DTYPE.items()}
+_INTEGER_NARROW = {wide for wide in NARROW_DTYPE if not (wide.is_floating_point or wide.is_complex)}
 
 # How many times x64guard traced and narrowed a graph, built a program, and ran one.
 _COUNTERS = {"traces": 0, "programs": 0, "calls": 0, "boundary_casts": 0}
@@ -624,7 +623,7 @@ def _narrow_module(module, mode: Mode, overflow: str, sources: SourceMap | None)
         located = X64GuardError(head + ("\n" + format_findings(findings) if findings else ""), findings)
         if any(f.kind in ("rng-state", "rng-bits") for f in exc.findings):
             # Findings at the ops x64guard added to make the states are its own, not the user's.
-            own = [f for f in findings if f.location.startswith(STATE_LOCATION)]
+            own = [f for f in findings if f.location.file == STATE_LOCATION]
             if own:
                 findings = [f for f in findings if f not in own]
                 located = X64GuardError(head + "\n" + format_findings(findings), findings)

@@ -31,7 +31,7 @@ def test_chlo_composites_are_restored_and_bit_identical(name, fn):
     assert "stablehlo.composite" not in result.text and ".impl" not in result.text
     assert wide_types(result.module) == []
     restored = [f for f in result.findings if f.kind == "composite-restored"]
-    assert restored and "test_composites.py" in restored[0].location
+    assert restored and (restored[0].location.file or "").endswith("test_composites.py")
     got = run_text(result.text, [X.astype(np.float32)])
     want = run_oracle(fn, [X.astype(np.float32)])
     assert all(bit_identical(g, w) for g, w in zip(got, want))

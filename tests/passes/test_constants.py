@@ -82,7 +82,7 @@ def test_out_of_range_constants_are_errors_in_every_mode(literal, ty, kind, mode
         finding = next(f for f in result.findings if f.kind == kind)
         assert "64" in result.text.split("stablehlo.constant")[1].split("\n")[0]  # unchanged
     assert finding.severity == "error" and finding.op == "stablehlo.constant"
-    assert "line 3" in finding.location
+    assert finding.location.line == 3
     assert "overflow='saturate'" in finding.message
 
 

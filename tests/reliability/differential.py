@@ -158,7 +158,7 @@ def check_program(program: Program) -> Verdict:
         if not findings:
             raise _fail(program, f"X64GuardError without findings: {err}") from err
         for f in findings:
-            if not (f.kind and f.op and f.location and f.message):
+            if not (f.kind and f.op and str(f.location) and f.message):
                 raise _fail(program, f"a finding does not say what, where and why: {f!r}") from err
         errors = [f for f in findings if f.severity is x64guard.Severity.ERROR]
         if not errors:

@@ -21,7 +21,7 @@ _AT_LINE = re.compile(r"^(?P<file>.+\.py):(?P<line>\d+)(?: \[(?P<modules>.*)\])?
 def _located(findings) -> list[tuple[str, int, str]]:
     out = []
     for finding in findings:
-        match = _AT_LINE.match(finding.location)
+        match = _AT_LINE.match(str(finding.location))
         if match:
             out.append((match.group("file"), int(match.group("line")), match.group("modules") or ""))
     return out
@@ -85,4 +85,4 @@ def test_findings_of_a_small_model_point_at_its_forward():
     assert any(file == __file__ and line in forward for file, line, _ in located)
     assert any(modules == "inner (Linear)" for _, _, modules in located)
     signature = [f for f in info.value.findings if f.op == "func.func"]
-    assert signature and signature[0].location == "the graph's inputs and results"
+    assert signature and str(signature[0].location) == "the graph's inputs and results"

@@ -145,7 +145,8 @@ def _check(args) -> int:
     try:
         for index, path in enumerate(files):
             progress(index, path)
-            run.files.append(check_file(path, args.target, stdin_data if path == "-" else None))
+            run.files.append(check_file(path, args.target, stdin_data if path == "-" else None,
+                                        all_positions=args.format in ("json", "sarif")))
     finally:
         progress.close()
     run.files = merge_repeated_compilations(run.files)  # a kept `gate` dump reads as the gate read it

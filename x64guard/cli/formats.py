@@ -8,6 +8,8 @@ source line or a position in the module, x64guard/cli/where.py) in every format.
 
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import json
 from pathlib import Path
@@ -16,7 +18,7 @@ import x64guard
 from x64guard.cli.results import (SEVERITIES, ModuleResult, Run, format_name, is_compilation_dump,
                                   target_description)
 from x64guard.cli.term import Style
-from x64guard.cli.where import ModulePosition, Source, display_location, relative
+from x64guard.cli.where import ModulePosition, Source, display_location, display_origin, relative
 from x64guard.findings import Finding
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -179,13 +181,13 @@ def _module_suffix(module: ModuleResult, run: Run) -> str:
         source = module.primary_source(run.fail_on)
         if source:
             parts.append(f" at {source.display()}")
-        if unit.origin and (source is None or display_location(unit.origin) != source.display()):
-            parts.append(f", called from {display_location(unit.origin)}")
+        if unit.origin and (source is None or display_origin(unit.origin) != source.display()):
+            parts.append(f", called from {display_origin(unit.origin)}")
         dumps = f", {module.repeats} dumps like" if module.repeats > 1 else ","
         parts.append(f" (module @{unit.name}{dumps} {Path(unit.path).name})" if unit.name
                      else f" ({Path(unit.path).name})")
     elif unit.function:
-        parts.append(f" (jit({unit.function})" + (f", called from {display_location(unit.origin)})"
+        parts.append(f" (jit({unit.function})" + (f", called from {display_origin(unit.origin)})"
                                                  if unit.origin else ")"))
     return "".join(parts)
 
@@ -207,6 +209,10 @@ def _finding_line(module: ModuleResult, finding: Finding, style: Style, shown: s
         place = where.display() + (f" (in @{where.function})" if where.function else "")
     else:
         place = _position_text(where, finding)
+    if finding.positions:  # a group of ops without a source location: this is its first place
+        places = len(finding.positions) + finding.unlisted_positions
+        inside = f" in @{finding.location.function}" if finding.location.function else ""
+        place += f" (first of {places} places{inside})"
     times = f" (x{finding.count})" if finding.count > 1 else ""
     what, sep, advice = finding.message.partition("; ")
     message = finding.message
@@ -221,7 +227,7 @@ def _finding_line(module: ModuleResult, finding: Finding, style: Style, shown: s
 def _position_text(position: ModulePosition, finding: Finding) -> str:
     """A position inside the module its group names: `@main (signature)`, `@main op #4`."""
     if position.function is None:
-        return finding.location
+        return str(finding.location)
     text = f"@{position.function}"
     if position.op_index is not None:
         return f"{text} op #{position.op_index}"
@@ -279,7 +285,15 @@ def finding_json(module: ModuleResult, finding: Finding) -> dict:
     data["location"] = display_location(finding.location)
     data["source"] = where.to_json() if isinstance(where, Source) else None
     data["position"] = where.to_json() if isinstance(where, ModulePosition) else None
+    if finding.positions:  # every place of a group without source locations (as many as were asked)
+        data["positions"] = [_place_json(module.locate(dataclasses.replace(finding, location=p, positions=())))
+                             for p in finding.positions]
     return data
+
+
+def _place_json(where: Source | ModulePosition) -> dict:
+    return {"source": where.to_json(), "position": None} if isinstance(where, Source) else \
+        {"source": None, "position": where.to_json()}
 
 
 def to_json(run: Run) -> dict:
@@ -304,7 +318,7 @@ def to_json(run: Run) -> dict:
             "error": file.error,
             "modules": [{
                 "name": m.unit.name, "function": m.unit.function, "label": m.unit.label,
-                "origin": display_location(m.unit.origin) if m.unit.origin else None,
+                "origin": display_origin(m.unit.origin) if m.unit.origin else None,
                 "repeats": m.repeats, "passed": not m.failing(run.fail_on),
                 "findings": [finding_json(m, f) for f in m.findings],
             } for m in file.modules],
@@ -386,6 +400,16 @@ def _sarif_result(run: Run, module: ModuleResult, finding: Finding, index: int) 
     location = _sarif_location(module, where, run)
     location["logicalLocations"] = [_logical_location(module, where)]
     result["locations"] = [location]
+    if len(finding.positions) > 1:  # the other places of a group without source locations
+        related = []
+        for number, position in enumerate(finding.positions[1:], 1):
+            other = module.locate(dataclasses.replace(finding, location=position, positions=()))
+            entry = _sarif_location(module, other, run)
+            entry["logicalLocations"] = [_logical_location(module, other)]
+            entry["id"] = number
+            related.append(entry)
+        result["relatedLocations"] = related
+        result["properties"]["places"] = len(finding.positions) + finding.unlisted_positions
     return result
 
 
@@ -415,7 +439,7 @@ def _sarif_location(module: ModuleResult, where: Source | ModulePosition, run: R
 
 
 def _fingerprint(module_name: str | None, finding: Finding, source: Source | None) -> str:
-    where = f"{source.path}:{source.line}:{source.column}" if source else finding.location
+    where = f"{source.path}:{source.line}:{source.column}" if source else str(finding.location)
     key = "\0".join([finding.kind, finding.op, where, module_name or ""])
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 

@@ -166,11 +166,13 @@ def target_description(name: str) -> str:
     return TARGET_PROFILES[name].description
 
 
-def check_units(units: list[Unit], target: str) -> list[ModuleResult]:
-    return [check_unit(unit, target) for unit in units]
+def check_units(units: list[Unit], target: str, all_positions: bool = False) -> list[ModuleResult]:
+    return [check_unit(unit, target, all_positions) for unit in units]
 
 
-def check_unit(unit: Unit, target: str) -> ModuleResult:
+def check_unit(unit: Unit, target: str, all_positions: bool = False) -> ModuleResult:
+    """`all_positions`: groups of ops without a source location list every place (JSON,
+    SARIF), not only the first few (text)."""
     try:
         module, _ = mlir.load(unit.data)
     except ValueError as exc:
@@ -181,7 +183,7 @@ def check_unit(unit: Unit, target: str) -> ModuleResult:
             unit.function = function_name(unit.name)
     if unit.origin is None and unit.function:
         unit.origin = call_site(module, unit.function)
-    report = x64guard.check(module, target=target)
+    report = x64guard.check(module, target=target, all_positions=all_positions)
     return ModuleResult(unit, list(report.findings))
 
 
@@ -190,8 +192,9 @@ def call_site(module, function: str) -> str | None:
     ops (its return) `jit(<function>)`, over the caller's file location."""
     from jax.extend.mlir import ir
 
-    from x64guard.passes.locations import parse_location
+    from x64guard.passes.locations import LocationResolver
 
+    resolver = LocationResolver()
     wanted = (f"jit({function})", f"pjit({function})", f"pmap({function})")
     for op in module.body.operations:
         if op.operation.name != "func.func" or "sym_name" not in op.operation.attributes:
@@ -201,18 +204,18 @@ def call_site(module, function: str) -> str | None:
         for region in op.operation.regions:
             for block in region.blocks:
                 for inner in block.operations:
-                    where, name = parse_location(str(inner.operation.location))
-                    if name in wanted and where and not where.startswith("line "):
-                        return where
+                    where, name = resolver.resolve_with_name(inner.operation.location)
+                    if name in wanted and where is not None and where.has_file:
+                        return str(where)  # a unit's origin: `file:line:col`
     return None
 
 
-def check_file(path: str, target: str, data: bytes | None = None) -> FileResult:
+def check_file(path: str, target: str, data: bytes | None = None, all_positions: bool = False) -> FileResult:
     result = FileResult("<stdin>" if path == "-" else path)
     try:
         units = read_units(path, data)
         result.format = units[0].format
-        result.modules = check_units(units, target)
+        result.modules = check_units(units, target, all_positions)
     except InputError as exc:
         result.error = exc.reason
     return result

@@ -1,5 +1,6 @@
 """Where a finding is, for every report format: the one place the command line reads the
-core's `Finding.location` strings.
+core's `Finding.location` (a structured `x64guard.findings.Location`: its fields, never its
+text).
 
 A finding is either at a `Source` (a file and line someone can open: the user's Python
 line JAX recorded, or a line of the MLIR text file that was checked) or at a
@@ -7,9 +8,8 @@ line JAX recorded, or a line of the MLIR text file that was checked) or at a
 module's file when it still exists and the call site of the jitted function when the
 module says). Every finding gets one or the other, in every format.
 
-The core's location forms today: `/path/f.py:12:8`, `/path/f.py:12:8 (in @fn)`,
-`line 3:5 of the input`, `@main op #4`, `@main`, `the module`. When `Finding.location`
-becomes a structured value, `parse_core_location` is what changes.
+Units record where their jitted function was called from as text (`file:line:col` from
+JAX, `file:line` from torch-xla's frames): `parse_origin` reads that, not findings.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import dataclasses
 import re
 from pathlib import Path
 
+from x64guard.findings import CALL_SITE, POSITION, Location
+
 _FILE_LOCATION = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<column>\d+)(?: \(in @(?P<function>[^)]*)\))?$")
 _FILE_LINE = re.compile(r"^(?P<file>.+?):(?P<line>\d+)$")  # torch-xla's frames: file:line
-_INPUT_LOCATION = re.compile(r"^line (?P<line>\d+):(?P<column>\d+) of the input$")
-_MODULE_POSITION = re.compile(r"^@(?P<function>[^\s]+?)(?: op #(?P<op>\d+))?$")
 
 
 def relative(path: str) -> str:
@@ -75,24 +75,6 @@ class ModulePosition:
                 "anchor": self.anchor.to_json() if self.anchor else None}
 
 
-def parse_core_location(location: str) -> dict:
-    """The parts of a core location string: {'file', 'line', 'column', 'function'} for a file
-    location, {'input_line', 'input_column'} for a line of the checked text, {'function',
-    'op_index'} for a module position, {} otherwise."""
-    match = _FILE_LOCATION.match(location)
-    if match and not match.group("file").startswith("<"):
-        return {"file": match.group("file"), "line": int(match.group("line")),
-                "column": int(match.group("column")), "function": match.group("function")}
-    match = _INPUT_LOCATION.match(location)
-    if match:
-        return {"input_line": int(match.group("line")), "input_column": int(match.group("column"))}
-    match = _MODULE_POSITION.match(location)
-    if match:
-        return {"function": match.group("function"),
-                "op_index": int(match.group("op")) if match.group("op") else None}
-    return {}
-
-
 def parse_origin(origin: str | None) -> Source | None:
     """A call site as units record it: `file:line:col` (JAX) or `file:line` (torch-xla)."""
     if not origin:
@@ -104,25 +86,37 @@ def parse_origin(origin: str | None) -> Source | None:
     return Source(groups["file"], int(groups["line"]), int(groups.get("column") or 0))
 
 
-def source_of(location: str, text_file: str | None) -> Source | None:
+def source_of(location: Location, text_file: str | None) -> Source | None:
     """The Source of a core location, or None. `text_file`: the MLIR text file the module
-    was read from (a `line L:C of the input` location is a line of it), else None."""
-    parts = parse_core_location(location)
-    if "file" in parts:
-        return Source(parts["file"], parts["line"], parts["column"], parts["function"])
-    if "input_line" in parts and text_file:
-        return Source(text_file, parts["input_line"], parts["input_column"])
+    was read from (a line of the input is a line of it), else None."""
+    if location.has_file:
+        return Source(location.file, location.line, location.column,
+                      location.function if location.origin == CALL_SITE else None)
+    if location.input_position and text_file:
+        return Source(text_file, location.line, location.column,
+                      location.function if location.origin == CALL_SITE else None)
     return None
 
 
-def module_position(location: str, module: str | None, file: str | None, anchor: Source | None) -> ModulePosition:
-    parts = parse_core_location(location)
-    return ModulePosition(module, parts.get("function"), parts.get("op_index"), file, anchor)
+def module_position(location: Location, module: str | None, file: str | None, anchor: Source | None) -> ModulePosition:
+    """Where a finding without a Source is: a function or its n-th op (a position); any
+    other location (a line of an input read from stdin, a place) names no function."""
+    if location.origin == POSITION:
+        return ModulePosition(module, location.function, location.op_index, file, anchor)
+    return ModulePosition(module, None, None, file, anchor)
 
 
-def display_location(location: str) -> str:
-    """A core location string with its file made relative, for text output."""
+def display_location(location: Location) -> str:
+    """A core location with its file made relative, for text output."""
     source = source_of(location, None)
     if source is None:
-        return location
+        return str(location)
     return source.display() + (f" (in @{source.function})" if source.function else "")
+
+
+def display_origin(origin: str) -> str:
+    """A unit's recorded call site (`file:line:col`) with its file made relative."""
+    match = _FILE_LOCATION.match(origin)
+    if not match or match.group("file").startswith("<"):
+        return origin  # torch-xla's `file:line` frames are shown as recorded
+    return f"{relative(match.group('file'))}:{match.group('line')}:{match.group('column')}"

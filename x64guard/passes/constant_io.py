@@ -65,19 +65,17 @@ def element_of(t: ir.Type) -> ir.Type:
     return t.element_type if isinstance(t, ir.ShapedType) else t
 
 
-def write_constant(op: ir.Operation, values: np.ndarray, splat: bool, new_type: ir.Type) -> None:
+def constant_attribute(values: np.ndarray, splat: bool, new_type: ir.Type) -> ir.Attribute:
+    """The `value` attribute of a constant of `new_type` holding `values`."""
     element = element_of(new_type)
     if not isinstance(new_type, ir.ShapedType):  # a scalar constant such as arith.constant 3 : i64
-        op.attributes["value"] = scalar_attr(element, values.item())
-        return
+        return scalar_attr(element, values.item())
     is_complex = isinstance(element, ir.ComplexType)
     if splat and not is_complex:
-        op.attributes["value"] = ir.DenseElementsAttr.get_splat(new_type, scalar_attr(element, values.item()))
-        return
+        return ir.DenseElementsAttr.get_splat(new_type, scalar_attr(element, values.item()))
     if splat:
         values = np.full(new_type.shape, values, dtype=values.dtype)
-    op.attributes["value"] = ir.DenseElementsAttr.get(
-        np.ascontiguousarray(values), type=element, shape=list(new_type.shape))
+    return ir.DenseElementsAttr.get(np.ascontiguousarray(values), type=element, shape=list(new_type.shape))
 
 
 def scalar_attr(element: ir.Type, value) -> ir.Attribute:

@@ -11,21 +11,26 @@ removes. Rules run one after another over the whole module, so a rule sees what 
 rules made (floats are built from the words the word rule produced).
 
 The phase also decides what keeps its 64-bit type (the RNG state, per target profile):
-`Rewriter.kept_ops`, which the narrowing walk leaves alone.
+`PassRun.kept_ops`, which the narrowing walk leaves alone.
 
-A dry run (`check`, mode allow) must not change its module: when any rule could apply,
-the phase works on a clone and hands the clone to the narrowing walk.
+The rules use the narrowing walk's machinery: each is a `RewritePattern` handed an
+`OpContext`, mutating only through `ctx.rewriter`. A recording run (`check`, mode allow)
+must not change its module, yet its walk must read what a rewriting run's walk reads:
+when any rule could apply, the phase rewrites an explicit scratch copy
+(`RecordingRewriter.scratch_copy`) with a rewriting `Rewriter`, and the recording walk
+reads that copy (tests/passes/test_driver.py checks both halves).
 """
 
 from __future__ import annotations
 
-import io
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from jax.extend.mlir import ir
 
-from x64guard.passes.rewriter import RewritePattern, Rewriter, walk
+from x64guard.passes.driver import OpContext, PassRun, RewritePattern, walk
+from x64guard.passes.rewriter import Rewriter
 
 # Ops an idiom rule may leave without uses and that the phase may then erase: side-effect
 # free, so an unused one changes nothing. (func.call is erased only when a rule says so.)
@@ -44,13 +49,13 @@ class IdiomPattern(RewritePattern):
     # filter for the walk that collects anchors.
     result_elements: frozenset[str] | None = None
     # True for rules that only rewrite what earlier rules made (floats from their words):
-    # such anchors alone never make a dry run clone its module.
+    # such anchors alone never make a recording run copy its module.
     follows_earlier_rules: bool = False
 
 
 @dataclass
 class IdiomState:
-    """What one application of the phase knows; lives on `Rewriter.idioms`."""
+    """What one application of the phase knows; lives on `PassRun.idioms`."""
 
     module: ir.Operation | None = None
     # name -> func.func, for rules that look into a callee (is it the threefry kernel?).
@@ -80,54 +85,58 @@ class IdiomPhase:
             for name in pattern.op_names:
                 self._by_anchor.setdefault(name, []).append(pattern)
 
-    def apply(self, module: ir.Module, rw: Rewriter) -> ir.Module:
-        """Rewrite the idioms of `module` (of a clone of it in a dry run); returns the
-        module the narrowing walk must read."""
-        found, independent = self._anchored_ops(module, rw)
+    def apply(self, module: ir.Module, run: PassRun) -> ir.Module:
+        """Rewrite the idioms of `module`, or of a scratch copy in a recording run; returns
+        the module the narrowing walk must read."""
+        found, independent = self._anchored_ops(module, run)
         if not independent:
             return module  # nothing a rule could start from
-        if rw.dry_run:
-            module = _clone(module)
-            found, _ = self._anchored_ops(module, rw)
-        rw.idioms = state = IdiomState(module=module.operation, functions=_functions(module))
+        phase = run
+        if not run.rewriter.mutates:
+            module = run.rewriter.scratch_copy(module)
+            found, _ = self._anchored_ops(module, run)
+            # The same run (findings, kept ops, idiom state), rewriting the copy.
+            phase = dataclasses.replace(run, rewriter=Rewriter())
+        run.idioms = phase.idioms = state = IdiomState(module=module.operation, functions=_functions(module))
         with module.context, ir.Location.unknown(module.context):
             for pattern in self._patterns:
-                for op, function in found:
+                for op, function, index in found:
                     if op.name in pattern.op_names:
-                        rw.function = function
-                        pattern.match_and_rewrite(op, rw)
-            _erase_dead(state)
-        rw.function = "?"
+                        phase.function, phase.op_index = function, index
+                        pattern.match_and_rewrite(op, OpContext(op, op.name, op.results.types, phase))
+            _erase_dead(state, phase.rewriter)
         return module
 
-    def _anchored_ops(self, module: ir.Module, rw: Rewriter) -> tuple[list[tuple[ir.Operation, str]], bool]:
-        """(op, enclosing function) for every op some rule may match, in walk order, and
-        whether any rule that needs no earlier rewrite may match. Call sites are recorded on
-        the way, so that findings in JAX's private functions name the user's line that
-        called them."""
+    def _anchored_ops(self, module: ir.Module, run: PassRun) -> tuple[list[tuple[ir.Operation, str, int]], bool]:
+        """(op, enclosing function, walk position) for every op some rule may match, in
+        walk order, and whether any rule that needs no earlier rewrite may match. Calls are
+        recorded on the way (a rule may bypass one), so that findings in JAX's private
+        functions name the user's line that called them."""
         by_anchor = self._by_anchor
-        element = rw.converter.element_spelling
-        found: list[tuple[ir.Operation, str]] = []
+        element = run.converter.element_spelling
+        store = run.store
+        found: list[tuple[ir.Operation, str, int]] = []
         independent = False
+        function, index = "?", 0
 
         def visit(op: ir.Operation) -> ir.WalkResult:
-            nonlocal independent
+            nonlocal independent, function, index
+            index += 1
             name = op.name
             if name == "func.func":
-                rw.function = ir.StringAttr(op.attributes["sym_name"]).value
+                function = ir.StringAttr(op.attributes["sym_name"]).value
             elif name == "func.call":
-                rw.record_call(op)
+                store.record_call(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, op.location, function)
             patterns = by_anchor.get(name)
             if patterns is not None:
                 spelling = element(op.results[0].type) if len(op.results) else None
                 wanted = [p for p in patterns if p.result_elements is None or spelling in p.result_elements]
                 if wanted:
-                    found.append((op, rw.function))
+                    found.append((op, function, index))
                     independent = independent or any(not p.follows_earlier_rules for p in wanted)
             return ir.WalkResult.ADVANCE
 
-        walk(module, visit)
-        rw.function = "?"
+        walk(module.operation, visit)
         return found, independent
 
 
@@ -140,14 +149,7 @@ def _functions(module: ir.Module) -> dict[str, ir.Operation]:
     return out
 
 
-def _clone(module: ir.Module) -> ir.Module:
-    """A copy in the same context (bytecode keeps locations; cheap next to a parse of text)."""
-    buffer = io.BytesIO()
-    module.operation.write_bytecode(buffer)
-    return ir.Module.parse(buffer.getvalue(), context=module.context)
-
-
-def _erase_dead(state: IdiomState) -> None:
+def _erase_dead(state: IdiomState, rewriter: Rewriter) -> None:
     """Erase the ops rules left without uses, then whatever only they used.
 
     First decide (every op still alive: Python objects of one op hash alike), then erase
@@ -173,7 +175,7 @@ def _erase_dead(state: IdiomState) -> None:
             return  # cannot happen in SSA form; leave the rest to the narrowing walk
         for op in ready:
             dead.discard(op)
-            op.erase()
+            rewriter.erase(op)
 
 
 def _owner(use) -> ir.Operation:

@@ -1,21 +1,29 @@
 """The narrowing pass: a name, options, and `apply`.
 
-It rewrites the module it is given in place; callers who must not mutate their input
-(every public entry point) hand it a clone.
+A rewriting pass changes the module it is given in place (callers who must not mutate
+their input, every public entry point, hand it a clone); a recording pass (`record_only`:
+mode allow, `check`) leaves it as it is and reports what a rewriting pass would do.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from jax.extend.mlir import ir
 
-from x64guard.findings import Finding
+from x64guard.findings import Finding, Severity
+from x64guard.passes.driver import PassRun, RewritePattern, apply_patterns
 from x64guard.passes.idioms import IdiomPhase
-from x64guard.passes.patterns import IDIOM_PATTERNS, SPECIAL_PATTERNS, ConvertOpTypes
+from x64guard.passes.legality import check_legality
+from x64guard.passes.patterns import CONVERT_TYPES, IDIOM_PATTERNS, SPECIAL_PATTERNS
+from x64guard.passes.patterns.counters import CounterSplit
 from x64guard.passes.patterns.dtype_constants import ReplaceDtypeConstants
-from x64guard.passes.rewriter import KEEP_TYPES, Rewriter, index_patterns
+from x64guard.passes.rewriter import RecordingRewriter, Rewriter
+from x64guard.passes.store import NARROWED, FindingsStore, TypeReport
 from x64guard.passes.tables import DEFAULT_TARGET, TARGET_PROFILES, TargetProfile
+from x64guard.passes.types import TypeConverter
 
 
 @dataclass
@@ -23,6 +31,8 @@ class PassResult:
     findings: list[Finding] = field(default_factory=list)
     # Per type change, how many values/arguments/attributes changed: {"f64->f32": 12}.
     changes: dict[str, int] = field(default_factory=dict)
+    # What a recording run's rewriter was asked to change (empty for a rewriting run).
+    recorded: Counter = field(default_factory=Counter)
 
 
 class NarrowX64Pass:
@@ -30,71 +40,53 @@ class NarrowX64Pass:
 
     Two phases: idioms whose 32-bit meaning is not their narrowed types (JAX's random
     numbers) are first rewritten into the form x32 JAX traces (`passes/idioms.py`); then
-    one walk narrows every op. `profile` (a row of `tables.TARGET_PROFILES`) says what the
-    target keeps (the RNG state)."""
+    one walk applies the named rules and the generic type conversion to every op
+    (`passes/driver.py`). A rewriting run then proves that no 64-bit type is left
+    (`passes/legality.py`). `profile` (a row of `tables.TARGET_PROFILES`) says what the
+    target keeps (the RNG state).
+
+    Options: `overflow` (error | saturate | wrap) for constants the 32-bit type cannot hold;
+    `record_only` records instead of rewriting; `dtype_constants` False rounds finfo(float64)
+    values like any literal (docs/constants.md); `rewrite_exact_idioms` False leaves JAX's
+    exact 64-bit idioms (iota_2x32_shape's counters) to be reported like any 64-bit type
+    (`check` on a strict profile); `extra_patterns` run before the named rules (`check`'s
+    profile rules); `types` says how narrowed types are reported; `all_positions` lists
+    every position of location-less groups; `errors_note` reports errors as info with that
+    note (a target that accepts 64-bit types).
+    """
 
     name = "x64guard-narrow"
 
-    def __init__(self, *, overflow: str = "error", dry_run: bool = False, dtype_constants: bool = True,
-                 profile: TargetProfile | None = None):
+    def __init__(self, *, overflow: str = "error", record_only: bool = False, dtype_constants: bool = True,
+                 profile: TargetProfile | None = None, rewrite_exact_idioms: bool = True,
+                 extra_patterns: Sequence[RewritePattern] = (), types: TypeReport = NARROWED,
+                 all_positions: bool = False, errors_note: str | None = None):
         self.overflow = overflow
-        self.dry_run = dry_run
-        # False: finfo(float64) values are rounded like any literal (ReplaceDtypeConstants off),
-        # for programs whose literals happen to equal one (docs/constants.md).
-        self.dtype_constants = dtype_constants
+        self.record_only = record_only
         self.profile = profile or TARGET_PROFILES[DEFAULT_TARGET]
-        self._patterns = index_patterns(
-            p for p in SPECIAL_PATTERNS if dtype_constants or not isinstance(p, ReplaceDtypeConstants))
-        self._idioms = IdiomPhase(IDIOM_PATTERNS)
+        self.types = types
+        self.all_positions = all_positions
+        self.errors_note = errors_note
+        self.patterns: tuple[RewritePattern, ...] = (
+            *extra_patterns,
+            *(p for p in SPECIAL_PATTERNS if dtype_constants or not isinstance(p, ReplaceDtypeConstants)),
+            CONVERT_TYPES,
+        )
+        self._idioms = IdiomPhase([p for p in IDIOM_PATTERNS if rewrite_exact_idioms or not isinstance(p, CounterSplit)])
 
     def apply(self, module: ir.Module) -> PassResult:
-        """Narrow `module` in place (a dry run leaves it alone: the idioms are rewritten in
-        a clone, which the dry walk then reads)."""
-        rw = Rewriter(module.context, overflow=self.overflow, dry_run=self.dry_run, profile=self.profile)
-        module = self._idioms.apply(module, rw)
-        apply_generic = ConvertOpTypes(rw).apply
-        kept = rw.kept_ops
-        claimed = rw.claimed_ops
-        patterns = self._patterns
-        advance = ir.WalkResult.ADVANCE
-
-        failure: list[BaseException] = []
-        interrupt = ir.WalkResult.INTERRUPT
-        skip = ir.WalkResult.SKIP
-
-        # The hot loop: one call per op. Exceptions are kept and re-raised after the walk
-        # (the bindings would wrap them in a RuntimeError).
-        def visit(op: ir.Operation) -> ir.WalkResult:
-            try:
-                rw.op_index += 1
-                if kept and op in kept:
-                    return advance  # the RNG state: its types stay
-                name = op.name
-                rw.result_types = types = op.results.types
-                if name == "func.func":
-                    rw.function = ir.StringAttr(op.attributes["sym_name"]).value
-                    if rw.function in rw.dropped_functions:
-                        return skip  # a restored composite's decomposition: erased after the walk
-                elif name == "func.call":
-                    rw.record_call(op)
-                special = patterns.get(name)
-                if special is not None and not (claimed and op in claimed):
-                    for pattern in special:
-                        done = pattern.match_and_rewrite(op, rw)
-                        if done is KEEP_TYPES:
-                            return advance
-                        if done:
-                            break
-                apply_generic(op, name, types)
-                return advance
-            except BaseException as exc:
-                failure.append(exc)
-                return interrupt
-
+        """Narrow `module` in place, or record what narrowing it would do."""
+        converter = TypeConverter(module.context)
+        store = FindingsStore(converter)
+        rewriter = RecordingRewriter() if self.record_only else Rewriter()
+        run = PassRun(module.context, converter, store, rewriter, self.profile, self.overflow)
+        module = self._idioms.apply(module, run)
         with module.context, ir.Location.unknown(module.context):
-            module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
-            if failure:
-                raise failure[0]
-            if not self.dry_run:
-                rw.finish(module)
-        return PassResult(findings=rw.findings(), changes=rw.changes())
+            run.function, run.op_index = "?", 0
+            apply_patterns(module, run, self.patterns)
+            rewriter.finish(module)
+            findings = store.findings(self.types, all_positions=self.all_positions, errors_note=self.errors_note)
+            if rewriter.mutates and not any(f.severity is Severity.ERROR for f in findings):
+                check_legality(module, run)
+        return PassResult(findings=findings, changes=store.changes(),
+                          recorded=getattr(rewriter, "recorded", Counter()))

@@ -1,162 +1,79 @@
-"""A small pattern-rewrite driver in the style of xDSL: one `RewritePattern` per op kind,
-a `Rewriter` that carries the shared state (type converter, findings, deferred erasures).
+"""Every mutation of a module goes through a `Rewriter`.
 
-MLIR's Python bindings offer no greedy driver for Python patterns, so the driver is a
-single pre-order walk: a parent's region arguments are converted before its body is
-visited, and every value is defined before it is used in the same block.
+`Rewriter` changes the module: types, attributes, new ops at an insertion point it grants,
+uses, erasures (some deferred until the walk is over: a pre-order walk must not lose the op
+it stands on). `RecordingRewriter` is its twin for `mode='allow'` and `check`: the same
+methods, which count what would change and touch nothing. Patterns never ask which one
+they were given; one that tried to mutate the module without a rewriter would be caught by
+tests/passes/test_driver.py (no pattern module calls a mutating binding directly), and one
+that asked a recording rewriter for an insertion point would fail loudly instead of
+half-narrowing a module reported as unchanged.
 """
 
 from __future__ import annotations
 
-import abc
-from collections import Counter, defaultdict
-from typing import Callable, Iterable
+import contextlib
+import io
+from collections import Counter
+from typing import Callable, Iterator, Sequence
 
 from jax.extend.mlir import ir
 
-from x64guard.findings import Finding, Severity
-from x64guard.passes.locations import LocationNames
-from x64guard.passes.tables import DEFAULT_TARGET, TARGET_PROFILES, TargetProfile
-from x64guard.passes.types import TypeConverter
 
-
-# What `match_and_rewrite` returns when the op must keep its types: the generic type
-# conversion is skipped too (the RNG state, which a target profile keeps 64-bit).
-KEEP_TYPES = "keep-types"
-
-
-class RewritePattern(abc.ABC):
-    """Rewrites the ops named in `op_names`. One job per pattern.
-
-    `match_and_rewrite` returns True when it has dealt with the op completely: later
-    named patterns for that op are skipped (the generic type conversion still runs;
-    `KEEP_TYPES` skips that too).
-    Patterns see operands already narrowed (the walk is pre-order) and results not yet;
-    `rewriter.result_types` holds the op's result types, fetched once per op.
-    """
-
-    op_names: frozenset[str] = frozenset()
-
-    @abc.abstractmethod
-    def match_and_rewrite(self, op: ir.Operation, rewriter: "Rewriter") -> bool:
-        """Rewrite `op` (or only report); True when no later named pattern should run."""
+class RecordingRewriterCannotBuild(RuntimeError):
+    """A rule asked a recording rewriter for something only a real rewrite can give."""
 
 
 class Rewriter:
-    """State shared by the patterns during one application of a pass."""
+    """Mutates the module it is applied to."""
 
-    def __init__(self, context: ir.Context, *, overflow: str, dry_run: bool = False,
-                 profile: "TargetProfile | None" = None):
-        self.context = context
-        self.profile = profile or TARGET_PROFILES[DEFAULT_TARGET]
-        self.converter = TypeConverter(context)
-        self.overflow = overflow
-        # In a dry run (mode allow, `check`) patterns report but leave the module alone.
-        self.dry_run = dry_run
-        self._locations = LocationNames()
-        self._findings: Counter[tuple] = Counter()
-        # (op name, location attribute, function, old type(s)) -> count: the raw material of
-        # the grouped type-narrowed findings and of `changes`, resolved once at the end.
-        self.narrowed_log: dict[tuple, int] = {}
-        self._forwarded: list[ir.Operation] = []
-        # (composite, op that replaces it), swapped after the walk.
-        self._replaced: list[tuple[ir.Operation, ir.Operation]] = []
-        # Decomposition functions of restored composites: not narrowed, erased after the
-        # walk (with any finding made inside them, should one precede its composite).
-        self.dropped_functions: set[str] = set()
-        # Narrowed splat constants, per (attribute, narrowed type).
-        self.splat_cache: dict[tuple, ir.Attribute] = {}
-        self.function = "?"
-        self.result_types: list[ir.Type] = []
-        # Callee -> where it is first called from: the location of ops in functions that
-        # carry none of their own.
-        self.call_sites: dict[str, str] = {}
-        self.op_index = 0
-        # Values this walk has narrowed (results, block arguments), keyed by the value's hash
-        # (its MLIR identity; nothing is erased during the walk), with their type before:
-        # patterns see operands already narrowed, and some must judge what they were
-        # (a custom_call whose only 64-bit types are its operands).
+    mutates = True
+
+    def __init__(self) -> None:
+        # Values whose type this rewriter changed, keyed by the value's hash (its MLIR
+        # identity; nothing is erased during the walk), with their type before: patterns
+        # see operands already narrowed, and some must judge what they were (a custom_call
+        # whose only 64-bit types are its operands).
         self.types_before: dict[int, ir.Type] = {}
-        # Set by the idiom phase (passes/idioms.py), read by the narrowing walk: ops whose
-        # types stay as they are (the RNG state a profile keeps), ops no named pattern needs
-        # to look at (their idiom is already reported), and the per-run state of the idioms.
-        self.kept_ops: set[ir.Operation] = set()
-        self.claimed_ops: set[ir.Operation] = set()
-        self.idioms = None
+        self._forwarded: list[ir.Operation] = []
+        self._replaced: list[tuple[ir.Operation, ir.Operation]] = []
+        self._erased_functions: set[str] = set()
 
     def type_before(self, value: ir.Value) -> ir.Type:
-        """`value`'s type before this walk narrowed it (its type now if it did not)."""
+        """`value`'s type before this rewriter changed it (its type now if it did not)."""
         if self.types_before:
             before = self.types_before.get(hash(value))
             if before is not None:
                 return before
         return value.type
 
-    # --- where -----------------------------------------------------------------
-    def where(self, op: ir.Operation) -> str:
-        """file:line:col of `op`; for an op without one (JAX's library code in a private
-        function), the first call site of its function; else its position."""
-        file_loc, _ = self._locations.resolve(op.location)
-        return file_loc or self._function_site(self.function) or f"@{self.function} op #{self.op_index}"
+    # --- in place, during the walk ------------------------------------------------------
+    def set_type(self, value: ir.Value, new: ir.Type, old: ir.Type) -> None:
+        value.set_type(new)
+        self.types_before[hash(value)] = old
 
-    def record_call(self, op: ir.Operation) -> None:
-        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-        if callee not in self.call_sites:
-            site = self._locations.resolve(op.location)[0] or self.call_sites.get(self.function)
-            if site:
-                self.call_sites[callee] = site
+    def set_attribute(self, op: ir.Operation, name: str, attr: "ir.Attribute | Callable[[], ir.Attribute]") -> None:
+        """`attr` may be a function that builds it (a large constant's values): only a
+        rewriting run calls it."""
+        op.attributes[name] = attr() if callable(attr) else attr
 
-    def _function_site(self, function: str) -> str | None:
-        site = self.call_sites.get(function)
-        return f"{site} (in @{function})" if site else None
-
-    def jax_name(self, op: ir.Operation) -> str | None:
-        return self._locations.resolve(op.location)[1]
-
-    # --- findings --------------------------------------------------------------
-    def report(self, kind: str, severity: Severity, op: ir.Operation, message: str,
-               op_name: str | None = None) -> None:
-        self._findings[(kind, severity, op_name or op.name, self.where(op), message, self.function)] += 1
-
-    def record_narrowed(self, op: ir.Operation, name: str, old_types: list[ir.Type]) -> None:
-        """`op` changed these types (results, block arguments, type attributes)."""
-        # Keyed by the location's attribute: Location objects hash by identity.
-        key = (name, op.location.attr, self.function, old_types[0] if len(old_types) == 1 else tuple(old_types))
-        self.narrowed_log[key] = self.narrowed_log.get(key, 0) + 1
-
-    def changes(self) -> dict[str, int]:
-        out: Counter[str] = Counter()
-        for (_, _, _, olds), n in self.narrowed_log.items():
-            for old in olds if isinstance(olds, tuple) else (olds,):
-                out[self.converter.change_key(old)] += n
-        return dict(out)
-
-    def findings(self) -> list[Finding]:
-        dropped = self.dropped_functions
-        out = [Finding(kind, sev, name, where, msg, count)
-               for (kind, sev, name, where, msg, function), count in self._findings.items() if function not in dropped]
-        grouped: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
-        for (name, location, function, olds), n in self.narrowed_log.items():
-            if function in dropped:
-                continue
-            where = (self._locations.resolve_attr(location)[0]
-                     or self._function_site(function) or f"@{function}")
-            for old in olds if isinstance(olds, tuple) else (olds,):
-                grouped[(name, where)][self.converter.change_key(old)] += n
-        for (name, where), keys in grouped.items():
-            summary = ", ".join(f"{k}" + (f" x{n}" if n > 1 else "") for k, n in sorted(keys.items()))
-            out.append(Finding("type-narrowed", Severity.INFO, name, where,
-                               f"narrowed {summary}", sum(keys.values())))
-        return out
-
-    # --- mutations -------------------------------------------------------------
+    # --- deferred until the walk is over --------------------------------------------------
     def forward_operand(self, op: ir.Operation) -> None:
-        """After the walk, replace `op`'s single result by its first operand and erase it."""
+        """After the walk, `op`'s single result is replaced by its first operand; `op` is erased."""
         self._forwarded.append(op)
 
-    def replace_op(self, op: ir.Operation, replacement: ir.Operation) -> None:
-        """After the walk, `replacement`'s results take over `op`'s uses; `op` is erased."""
+    def replace_op(self, op: ir.Operation, name: str, results: Sequence[ir.Type], operands: Sequence[ir.Value],
+                   attributes: dict | None) -> None:
+        """A new `name` op is created before `op`; after the walk it takes over `op`'s uses
+        and `op` is erased."""
+        with ir.InsertionPoint(op), op.location:
+            replacement = ir.Operation.create(name, results=list(results), operands=list(operands),
+                                              attributes=attributes)
         self._replaced.append((op, replacement))
+
+    def erase_function(self, name: str) -> None:
+        """After the walk, the module's function `name` is erased."""
+        self._erased_functions.add(name)
 
     def finish(self, module: ir.Module) -> None:
         # The operand is read only now, in walk order: when `op` forwards the result of
@@ -171,36 +88,105 @@ class Rewriter:
                 old.replace_all_uses_with(new)
             op.erase()
         self._replaced.clear()
-        if self.dropped_functions:
+        if self._erased_functions:
             for op in list(module.body.operations):
-                attrs = op.operation.attributes
-                if op.operation.name == "func.func" and ir.StringAttr(attrs["sym_name"]).value in self.dropped_functions:
-                    op.operation.erase()
+                op = op.operation
+                if op.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value in self._erased_functions:
+                    op.erase()
+            self._erased_functions.clear()
+
+    # --- immediately (the idiom phase rewrites before the walk) ---------------------------
+    @contextlib.contextmanager
+    def insert_before(self, op: ir.Operation) -> Iterator[None]:
+        """Ops built inside (dialect builders, `create_op`) go before `op`, at its location."""
+        with ir.InsertionPoint(op), op.location:
+            yield
+
+    @contextlib.contextmanager
+    def insert_after(self, op: ir.Operation) -> Iterator[None]:
+        with ir.InsertionPoint.after(op), op.location:
+            yield
+
+    def create_op(self, name: str, results: Sequence[ir.Type], operands: Sequence[ir.Value],
+                  attributes: dict | None = None) -> ir.Operation:
+        """A new op at the current insertion point (inside `insert_before`/`insert_after`)."""
+        return ir.Operation.create(name, results=list(results), operands=list(operands), attributes=attributes)
+
+    def replace_all_uses(self, value: ir.Value, new: ir.Value, *, except_in: ir.Operation | None = None) -> None:
+        if except_in is None:
+            value.replace_all_uses_with(new)
+        else:
+            value.replace_all_uses_except(new, except_in)
+
+    def replace_uses_in(self, op: ir.Operation, value: ir.Value, new: ir.Value) -> None:
+        """Uses of `value` by `op` only."""
+        op.replace_uses_of_with(value, new)
+
+    def retype(self, value: ir.Value, new: ir.Type) -> None:
+        """An idiom rule's type change (not a narrowing: nothing to remember)."""
+        value.set_type(new)
+
+    def erase(self, op: ir.Operation) -> None:
+        op.erase()
+
+    def scratch_copy(self, module: ir.Module) -> ir.Module:
+        """The module itself: a rewriting run works on what it was given."""
+        return module
 
 
-def walk(module: ir.Module, visit: Callable[[ir.Operation], object]) -> None:
-    """Pre-order walk that lets Python exceptions through unchanged.
+class RecordingRewriter(Rewriter):
+    """The twin of `Rewriter` for `mode='allow'` and `check`: counts what would change
+    (`recorded`), changes nothing."""
 
-    `visit` must return `ir.WalkResult.ADVANCE`; the bindings would wrap an exception
-    raised inside it in a RuntimeError, so `guarded` keeps it and `walk` re-raises it.
-    """
-    failure: list[BaseException] = []
+    mutates = False
 
-    def guarded(op: ir.Operation) -> ir.WalkResult:
-        try:
-            return visit(op)
-        except BaseException as exc:  # re-raised below, with its own type and traceback
-            failure.append(exc)
-            return ir.WalkResult.INTERRUPT
+    def __init__(self) -> None:
+        super().__init__()
+        self.recorded: Counter[str] = Counter()
 
-    module.operation.walk(guarded, ir.WalkOrder.PRE_ORDER)
-    if failure:
-        raise failure[0]
+    def set_type(self, value: ir.Value, new: ir.Type, old: ir.Type) -> None:
+        self.recorded["set_type"] += 1
 
+    def set_attribute(self, op: ir.Operation, name: str, attr) -> None:
+        self.recorded["set_attribute"] += 1
 
-def index_patterns(patterns: Iterable[RewritePattern]) -> dict[str, list[RewritePattern]]:
-    table: dict[str, list[RewritePattern]] = defaultdict(list)
-    for pattern in patterns:
-        for name in pattern.op_names:
-            table[name].append(pattern)
-    return dict(table)
+    def forward_operand(self, op: ir.Operation) -> None:
+        self.recorded["forward_operand"] += 1
+
+    def replace_op(self, op, name, results, operands, attributes) -> None:
+        self.recorded["replace_op"] += 1
+
+    def erase_function(self, name: str) -> None:
+        self.recorded["erase_function"] += 1
+
+    def finish(self, module: ir.Module) -> None:
+        pass
+
+    def insert_before(self, op: ir.Operation):
+        raise RecordingRewriterCannotBuild("x64guard internal error: a recording run cannot insert ops")
+
+    insert_after = insert_before
+
+    def create_op(self, *args, **kwargs):
+        raise RecordingRewriterCannotBuild("x64guard internal error: a recording run cannot create ops")
+
+    def replace_all_uses(self, value, new, *, except_in=None) -> None:
+        self.recorded["replace_all_uses"] += 1
+
+    def replace_uses_in(self, op, value, new) -> None:
+        self.recorded["replace_uses_in"] += 1
+
+    def retype(self, value, new) -> None:
+        self.recorded["retype"] += 1
+
+    def erase(self, op) -> None:
+        self.recorded["erase"] += 1
+
+    def scratch_copy(self, module: ir.Module) -> ir.Module:
+        """A copy in the same context that a rewriting phase may change while this run
+        records: the idiom phase of a recording run rewrites this copy, so that the walk
+        reads exactly the module a rewriting run would (bytecode keeps locations; cheap
+        next to a parse of text). Made only when an idiom rule may apply."""
+        buffer = io.BytesIO()
+        module.operation.write_bytecode(buffer)
+        return ir.Module.parse(buffer.getvalue(), context=module.context)

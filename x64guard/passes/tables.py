@@ -13,23 +13,93 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# 64-bit element type -> its 32-bit counterpart, by MLIR spelling. Exactly JAX's
-# canonicalization: int64->int32, uint64->uint32, float64->float32, complex128->complex64.
-NARROW_ELEMENT_TYPE: dict[str, str] = {
-    "i64": "i32",
-    "si64": "si32",
-    "ui64": "ui32",
-    "f64": "f32",
-    "complex<f64>": "complex<f32>",
-}
+# ---- The type table: every element type x64guard converts or converts to ----------------
+# One row per MLIR element type: its numpy dtype, the torch dtype of the same name (None if
+# torch has none), its 32-bit counterpart (64-bit rows only) and, for integers, its range.
+# Every map of the package derives from these rows (below, and in the front ends): the
+# 64->32 map is exactly JAX's canonicalization (int64->int32, uint64->uint32,
+# float64->float32, complex128->complex64). The invariants are checked at import.
 
-# numpy dtypes used to carry constant values across the change.
-NUMPY_DTYPE: dict[str, np.dtype] = {
-    "i64": np.dtype(np.int64), "si64": np.dtype(np.int64), "ui64": np.dtype(np.uint64),
-    "f64": np.dtype(np.float64), "complex<f64>": np.dtype(np.complex128),
-    "i32": np.dtype(np.int32), "si32": np.dtype(np.int32), "ui32": np.dtype(np.uint32),
-    "f32": np.dtype(np.float32), "complex<f32>": np.dtype(np.complex64),
-}
+
+@dataclass(frozen=True)
+class ElementType:
+    mlir: str                 # MLIR spelling: "i64", "complex<f64>"
+    numpy: np.dtype           # the numpy dtype that carries its values
+    torch: str | None         # name of the torch dtype (`getattr(torch, name)`), None if torch has none
+    narrow: str | None = None  # MLIR spelling of the 32-bit counterpart (64-bit rows only)
+
+    @property
+    def short(self) -> str:
+        """How change summaries name it: the MLIR spelling, complex types by width ("c128")."""
+        return f"c{self.numpy.itemsize * 8}" if self.numpy.kind == "c" else self.mlir
+
+    @property
+    def integer_range(self) -> tuple[int, int] | None:
+        """(min, max) of an integer type (signless integers are read as signed), else None."""
+        if self.numpy.kind not in "iu":
+            return None
+        info = np.iinfo(self.numpy)
+        return int(info.min), int(info.max)
+
+
+ELEMENT_TYPES: tuple[ElementType, ...] = (
+    ElementType("i64", np.dtype(np.int64), "int64", "i32"),
+    ElementType("si64", np.dtype(np.int64), "int64", "si32"),
+    ElementType("ui64", np.dtype(np.uint64), "uint64", "ui32"),
+    ElementType("f64", np.dtype(np.float64), "float64", "f32"),
+    ElementType("complex<f64>", np.dtype(np.complex128), "complex128", "complex<f32>"),
+    ElementType("i32", np.dtype(np.int32), "int32"),
+    ElementType("si32", np.dtype(np.int32), "int32"),
+    ElementType("ui32", np.dtype(np.uint32), "uint32"),
+    ElementType("f32", np.dtype(np.float32), "float32"),
+    ElementType("complex<f32>", np.dtype(np.complex64), "complex64"),
+)
+ELEMENT_TYPE: dict[str, ElementType] = {row.mlir: row for row in ELEMENT_TYPES}
+
+# 64-bit element type -> its 32-bit counterpart, by MLIR spelling.
+NARROW_ELEMENT_TYPE: dict[str, str] = {row.mlir: row.narrow for row in ELEMENT_TYPES if row.narrow}
+# MLIR spelling -> numpy dtype, used to carry constant values across the change.
+NUMPY_DTYPE: dict[str, np.dtype] = {row.mlir: row.numpy for row in ELEMENT_TYPES}
+# numpy dtype -> its 32-bit counterpart (what an input or output dtype becomes; the JAX front end).
+NARROW_NUMPY_DTYPE: dict[np.dtype, np.dtype] = {
+    row.numpy: ELEMENT_TYPE[row.narrow].numpy for row in ELEMENT_TYPES if row.narrow}
+# torch dtype name -> its 32-bit counterpart's (the torch-xla front end: `getattr(torch, name)`).
+NARROW_TORCH_DTYPE: dict[str, str] = {
+    row.torch: ELEMENT_TYPE[row.narrow].torch for row in ELEMENT_TYPES if row.narrow and row.torch}
+# MLIR spelling -> (min, max) of every integer type in the table.
+INTEGER_RANGE: dict[str, tuple[int, int]] = {
+    row.mlir: row.integer_range for row in ELEMENT_TYPES if row.integer_range is not None}
+
+
+def _check_type_table() -> None:
+    """What the rest of the package relies on; a wrong row fails every import, loudly."""
+    problems = []
+    for row in ELEMENT_TYPES:
+        if row.torch is not None and row.torch != row.numpy.name:
+            problems.append(f"{row.mlir}: torch name {row.torch!r} is not the numpy name {row.numpy.name!r}")
+        if row.narrow is None:
+            continue
+        narrow = ELEMENT_TYPE.get(row.narrow)
+        if narrow is None:
+            problems.append(f"{row.mlir}: its counterpart {row.narrow!r} has no row")
+            continue
+        if narrow.narrow is not None:
+            problems.append(f"{row.mlir}: its counterpart {row.narrow!r} narrows again")
+        if row.numpy.kind != narrow.numpy.kind or row.numpy.itemsize != 2 * narrow.numpy.itemsize:
+            problems.append(f"{row.mlir} -> {row.narrow}: not the same kind at half the width "
+                            f"({row.numpy} -> {narrow.numpy})")
+        if row.numpy.itemsize * 8 != (128 if row.numpy.kind == "c" else 64):
+            problems.append(f"{row.mlir}: a narrowing row must be a 64-bit type, not {row.numpy}")
+        if NARROW_NUMPY_DTYPE[row.numpy] != narrow.numpy:
+            problems.append(f"{row.numpy} narrows to two numpy dtypes")
+        if (row.torch is None) != (narrow.torch is None):
+            problems.append(f"{row.mlir} -> {row.narrow}: torch names only one side")
+    if problems:
+        raise ImportError("x64guard: the type table in x64guard/passes/tables.py is inconsistent: "
+                          + "; ".join(problems))
+
+
+_check_type_table()
 
 # Exact 64-bit sentinels (init values of max/min reductions, iinfo/finfo bounds) and the
 # 32-bit value JAX produces for the same Python expression when it traces with x64 off.

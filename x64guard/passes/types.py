@@ -12,10 +12,11 @@ import re
 
 from jax.extend.mlir import ir
 
-from x64guard.passes.tables import NARROW_ELEMENT_TYPE
+from x64guard.passes.tables import ELEMENT_TYPE, NARROW_ELEMENT_TYPE
 
-
-_MENTIONS_64BIT = re.compile(r"\b(?:[su]?i64|f64)\b")
+# A 64-bit scalar spelled anywhere in a type's text (complex<f64> spells f64).
+_MENTIONS_64BIT = re.compile(r"\b(?:" + "|".join(re.escape(wide) for wide in NARROW_ELEMENT_TYPE
+                                                  if wide.isalnum()) + r")\b")
 
 
 class TypeConverter:
@@ -126,4 +127,4 @@ class TypeConverter:
 
 
 def _short(spelling: str) -> str:
-    return {"complex<f64>": "c128", "complex<f32>": "c64"}.get(spelling, spelling)
+    return ELEMENT_TYPE[spelling].short

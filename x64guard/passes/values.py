@@ -17,15 +17,17 @@ import numpy as np
 
 from x64guard.passes.tables import (
     DTYPE_CONSTANT_NARROW_VALUES, DTYPE_CONSTANT_RANGES, DTYPE_CONSTANT_VALUES_F64, DTYPE_MULTIPLE_BASES, DTYPE_MULTIPLE_BOUND,
-    FLOAT32_MAX, FLOAT_SENTINELS, INTEGER_SENTINELS, NUMPY_DTYPE, dtype_constant,
+    FLOAT32_MAX, FLOAT_SENTINELS, INTEGER_RANGE, INTEGER_SENTINELS, NARROW_ELEMENT_TYPE, NUMPY_DTYPE,
+    dtype_constant,
 )
 
-_INT32_RANGE = {"i64": (-(2**31), 2**31 - 1), "si64": (-(2**31), 2**31 - 1), "ui64": (0, 2**32 - 1)}
+# 64-bit integer type -> the range of its 32-bit counterpart (from the type table).
+_INT32_RANGE = {wide: INTEGER_RANGE[narrow] for wide, narrow in NARROW_ELEMENT_TYPE.items() if narrow in INTEGER_RANGE}
 # Where saturation clips values beyond the 32-bit range. Unsigned values clip to 2**31-1,
 # the largest value int32 and uint32 both hold: a saturated uint64 is often converted to a
 # signed type later (JAX's shape-polymorphic clamps convert ui64 to i64), and 2**32-1 would
 # turn that maximum into -1.
-_SATURATION_RANGE = {"i64": (-(2**31), 2**31 - 1), "si64": (-(2**31), 2**31 - 1), "ui64": (0, 2**31 - 1)}
+_SATURATION_RANGE = {wide: (lo, min(hi, INTEGER_RANGE["i32"][1])) for wide, (lo, hi) in _INT32_RANGE.items()}
 _EXAMPLES = 3
 
 
@@ -163,15 +165,12 @@ def narrow_scalar(value, wide: str, narrow: str, overflow: str) -> NarrowedValue
     return narrow_values(np.array(value, dtype=NUMPY_DTYPE[wide]), wide, narrow, overflow)
 
 
-_NARROW_INT_RANGE = {"i32": (-(2**31), 2**31 - 1), "si32": (-(2**31), 2**31 - 1), "ui32": (0, 2**32 - 1)}
-
-
 def exact_scalar(value, narrow: str):
     """`value` as the 32-bit type holds it when that needs no report (in range, not a
     sentinel, not underflowing, not collapsing onto +-1), else None. The hot path for
     splat constants."""
     if isinstance(value, int):
-        lo, hi = _NARROW_INT_RANGE[narrow]
+        lo, hi = INTEGER_RANGE[narrow]
         return value if lo <= value <= hi else None
     if -FLOAT32_MAX <= value <= FLOAT32_MAX:  # finite; +-float64 max is a sentinel, not here
         narrowed = float(np.float32(value))

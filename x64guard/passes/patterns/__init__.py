@@ -1,4 +1,7 @@
-"""The rewrite patterns of the narrowing pass: one generic type conversion, a few named rules."""
+"""The rewrite patterns of the narrowing pass: one generic type conversion, a few named
+rules, and the rules of the idiom phase. The tables below are the registry: a rule not
+listed here never runs (tests/passes/test_golden.py checks that each named rule and the
+generic one has a golden case in tests/passes/golden/rules, or names where it is tested)."""
 
 from x64guard.passes.patterns.check_ops import NarrowCheckExpectation
 from x64guard.passes.patterns.casts import NarrowBitcastConvert, NarrowReducePrecision, RemoveIdentityConvert
@@ -32,7 +35,8 @@ IDIOM_PATTERNS = (
 )
 
 # Phase 2: named rules run before the generic conversion of the same op, in this order;
-# the first that deals with an op completely ends the named rules for it.
+# the first that deals with an op completely ends the named rules for it. The generic
+# conversion (CONVERT_TYPES) then runs on every op.
 SPECIAL_PATTERNS = (
     RefuseFloat64RandomBits(),
     NarrowCleanSplat(),
@@ -48,5 +52,6 @@ SPECIAL_PATTERNS = (
     NarrowCheckExpectation(),
     KeepStateSignature(),
 )
+CONVERT_TYPES = ConvertOpTypes()
 
-__all__ = ["IDIOM_PATTERNS", "SPECIAL_PATTERNS", "ConvertOpTypes"]
+__all__ = ["IDIOM_PATTERNS", "SPECIAL_PATTERNS", "CONVERT_TYPES", "ConvertOpTypes"]

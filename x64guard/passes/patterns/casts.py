@@ -5,15 +5,10 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from x64guard.findings import Severity
+from x64guard.findings import Kind, Severity
 from x64guard.passes.constant_io import element_of
-from x64guard.passes.rewriter import RewritePattern, Rewriter
+from x64guard.passes.driver import OpContext, RewritePattern
 from x64guard.passes.tables import F32_EXPONENT_BITS, F32_MANTISSA_BITS
-
-
-def narrowed(rw: Rewriter, t: ir.Type) -> ir.Type:
-    """`t` as it is after narrowing (operands already are, in a rewriting walk)."""
-    return rw.converter.convert(t) or t
 
 
 class RemoveIdentityConvert(RewritePattern):
@@ -21,10 +16,9 @@ class RemoveIdentityConvert(RewritePattern):
 
     op_names = frozenset({"stablehlo.convert"})
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        operand = op.operands[0]
-        if narrowed(rw, operand.type) == narrowed(rw, rw.result_types[0]) and not rw.dry_run:
-            rw.forward_operand(op)
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+        if ctx.narrowed(op.operands[0].type) == ctx.narrowed(ctx.result_types[0]):
+            ctx.rewriter.forward_operand(op)
         return True
 
 
@@ -61,11 +55,11 @@ class NarrowBitcastConvert(RewritePattern):
 
     op_names = frozenset({"stablehlo.bitcast_convert"})
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        source, result = op.operands[0].type, rw.result_types[0]
-        new_source, new_result = narrowed(rw, source), narrowed(rw, result)
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+        source, result = op.operands[0].type, ctx.result_types[0]
+        new_source, new_result = ctx.narrowed(source), ctx.narrowed(result)
         if not bitcast_is_valid(new_source, new_result):
-            rw.report("bitcast-width", Severity.ERROR, op,
+            ctx.report(Kind.BITCAST_WIDTH, Severity.ERROR,
                       f"this bitcast to {result} would become {new_source} -> {new_result}, which no longer "
                       "reinterprets the same bits; keep it in 64 bits (mode='allow') or rewrite it on "
                       "32-bit values (lax.bitcast_convert_type on float32/uint32)")
@@ -77,11 +71,11 @@ class NarrowReducePrecision(RewritePattern):
 
     op_names = frozenset({"stablehlo.reduce_precision"})
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        if rw.converter.convert(rw.result_types[0]) is None or rw.dry_run:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+        if ctx.converter.convert(ctx.result_types[0]) is None:
             return False
         for name, limit in (("exponent_bits", F32_EXPONENT_BITS), ("mantissa_bits", F32_MANTISSA_BITS)):
             bits = op.attributes[name]
             if bits.value > limit:
-                op.attributes[name] = ir.IntegerAttr.get(bits.type, limit)
+                ctx.rewriter.set_attribute(op, name, ir.IntegerAttr.get(bits.type, limit))
         return True

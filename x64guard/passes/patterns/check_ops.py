@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
+from x64guard.passes.driver import OpContext, RewritePattern
 from x64guard.passes.patterns.constants import NarrowConstant
-from x64guard.passes.rewriter import RewritePattern, Rewriter
 from x64guard.passes.tables import CHECK_DIALECT_OPS
 
 _NARROW_CONSTANT = NarrowConstant()
@@ -20,20 +20,15 @@ _NARROW_CONSTANT = NarrowConstant()
 class NarrowCheckExpectation(RewritePattern):
     op_names = frozenset(name for name, attribute in CHECK_DIALECT_OPS.items() if attribute)
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
         if len(op.operands) != 1 or "value" not in op.attributes:
             return False
-        checked = rw.type_before(op.operands[0])
-        if rw.converter.convert(checked) is None or not _holds_type(op, checked):
+        checked = ctx.type_before(op.operands[0])
+        if ctx.converter.convert(checked) is None or not _holds_type(op, checked):
             return False
         # The expected value narrows exactly as a constant of the checked type would: the
         # constant rule reads the op's `value` with that type as its result type.
-        results = rw.result_types
-        rw.result_types = [checked]
-        try:
-            _NARROW_CONSTANT.match_and_rewrite(op, rw)
-        finally:
-            rw.result_types = results
+        _NARROW_CONSTANT.match_and_rewrite(op, ctx.with_result_types([checked]))
         return True
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 from jax.extend.mlir import ir
 
-from x64guard.findings import Severity
-from x64guard.passes.constant_io import UnreadableConstant, element_of, read_constant, scalar_attr, write_constant
-from x64guard.passes.rewriter import RewritePattern, Rewriter
+from x64guard.findings import Kind, Severity
+from x64guard.passes.constant_io import UnreadableConstant, constant_attribute, read_constant, scalar_attr
+from x64guard.passes.driver import OpContext, RewritePattern
 from x64guard.passes.tables import CONSTANT_OPS, dtype_constant
 from x64guard.passes.values import NarrowedValues, exact_scalar, narrow_scalar, narrow_values
 
@@ -26,12 +26,12 @@ class NarrowCleanSplat(RewritePattern):
 
     op_names = CONSTANT_OPS
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        new_type = rw.converter.convert(rw.result_types[0])
-        return new_type is not None and self._narrow_clean_splat(op, rw, new_type)
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+        new_type = ctx.converter.convert(ctx.result_types[0])
+        return new_type is not None and self._narrow_clean_splat(op, ctx, new_type)
 
     @staticmethod
-    def _narrow_clean_splat(op: ir.Operation, rw: Rewriter, new_type: ir.Type) -> bool:
+    def _narrow_clean_splat(op: ir.Operation, ctx: OpContext, new_type: ir.Type) -> bool:
         """Memoized per (attribute, type): MLIR attributes are uniqued, modules repeat 0, 1, -inf."""
         try:
             attr = op.attributes["value"]
@@ -40,16 +40,16 @@ class NarrowCleanSplat(RewritePattern):
         if not isinstance(attr, (ir.DenseIntElementsAttr, ir.DenseFPElementsAttr)) or not attr.is_splat:
             return False
         key = (attr, new_type)
-        narrowed = rw.splat_cache.get(key)
+        cache = ctx.run.splat_cache
+        narrowed = cache.get(key)
         if narrowed is None:
             element = new_type.element_type
             wide = attr.get_splat_value().value
-            value = exact_scalar(wide, rw.converter.element_spelling(new_type))
+            value = exact_scalar(wide, ctx.converter.element_spelling(new_type))
             if value is None or isinstance(wide, float) and dtype_constant(wide) is not None:
                 return False  # the later rules narrow and report it
-            narrowed = rw.splat_cache[key] = ir.DenseElementsAttr.get_splat(new_type, scalar_attr(element, value))
-        if not rw.dry_run:
-            op.attributes["value"] = narrowed
+            narrowed = cache[key] = ir.DenseElementsAttr.get_splat(new_type, scalar_attr(element, value))
+        ctx.rewriter.set_attribute(op, "value", narrowed)
         return True
 
 
@@ -58,57 +58,56 @@ class NarrowConstant(RewritePattern):
 
     op_names = CONSTANT_OPS
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        old_type = rw.result_types[0]
-        new_type = rw.converter.convert(old_type)
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+        old_type = ctx.result_types[0]
+        new_type = ctx.converter.convert(old_type)
         if new_type is None:
             return False
-        wide = rw.converter.element_spelling(old_type)
+        wide = ctx.converter.element_spelling(old_type)
         try:
             values, splat = read_constant(op, old_type)
         except UnreadableConstant as exc:
-            rw.report("constant-unreadable", Severity.ERROR, op,
-                      f"x64guard cannot read this {wide} constant ({exc}), so it cannot narrow it safely; "
-                      "keep the module in 64 bits (mode='allow')")
+            ctx.report(Kind.CONSTANT_UNREADABLE, Severity.ERROR,
+                       f"x64guard cannot read this {wide} constant ({exc}), so it cannot narrow it safely; "
+                       "keep the module in 64 bits (mode='allow')")
             return True
-        narrow_and_write(op, rw, values, splat, new_type)
+        narrow_and_write(op, ctx, values, splat, new_type)
         return True
 
 
-def narrow_and_write(op: ir.Operation, rw: Rewriter, values: np.ndarray, splat: bool, new_type: ir.Type) -> None:
-    """Narrow the 64-bit `values` of constant `op`, report what was lossy, and (unless in a
-    dry run) write them with the narrowed type. Shared by the rules that rewrite constants."""
-    wide = rw.converter.element_spelling(rw.result_types[0])
-    narrow = rw.converter.element_spelling(new_type)
+def narrow_and_write(op: ir.Operation, ctx: OpContext, values: np.ndarray, splat: bool, new_type: ir.Type) -> None:
+    """Narrow the 64-bit `values` of constant `op`, report what was lossy, and write them
+    with the narrowed type. Shared by the rules that rewrite constants."""
+    wide = ctx.converter.element_spelling(ctx.result_types[0])
+    narrow = ctx.converter.element_spelling(new_type)
     if splat:
-        result = narrow_scalar(values.item(), wide, narrow, rw.overflow)
+        result = narrow_scalar(values.item(), wide, narrow, ctx.overflow)
     else:
-        result = narrow_values(values, wide, narrow, rw.overflow)
+        result = narrow_values(values, wide, narrow, ctx.overflow)
     if result.out_of_range:
-        _report_out_of_range(op, rw, wide, narrow, result)
+        _report_out_of_range(ctx, wide, narrow, result)
     if result.underflow:
-        rw.report("constant-underflow", Severity.WARNING, op,
-                  f"{result.underflow} nonzero {wide} value(s) ({_examples(result.underflow_examples)}) are "
-                  f"below {narrow}'s smallest subnormal and become 0. {_BOUNDARY_HINT}")
+        ctx.report(Kind.CONSTANT_UNDERFLOW, Severity.WARNING,
+                   f"{result.underflow} nonzero {wide} value(s) ({_examples(result.underflow_examples)}) are "
+                   f"below {narrow}'s smallest subnormal and become 0. {_BOUNDARY_HINT}")
     if result.to_one:
-        rw.report("constant-collapse", Severity.WARNING, op,
-                  f"{result.to_one} {wide} value(s) ({_examples(result.to_one_examples)}) differ from +-1.0 by "
-                  f"less than {narrow}'s precision and become exactly +-1.0. {_BOUNDARY_HINT}")
-    if not rw.dry_run:
-        write_constant(op, result.values, splat, new_type)
+        ctx.report(Kind.CONSTANT_COLLAPSE, Severity.WARNING,
+                   f"{result.to_one} {wide} value(s) ({_examples(result.to_one_examples)}) differ from +-1.0 by "
+                   f"less than {narrow}'s precision and become exactly +-1.0. {_BOUNDARY_HINT}")
+    ctx.rewriter.set_attribute(op, "value", lambda: constant_attribute(result.values, splat, new_type))
 
 
 def _examples(values: list) -> str:
     return ", ".join(repr(v) for v in values)
 
 
-def _report_out_of_range(op: ir.Operation, rw: Rewriter, wide: str, narrow: str, result: NarrowedValues) -> None:
+def _report_out_of_range(ctx: OpContext, wide: str, narrow: str, result: NarrowedValues) -> None:
     examples = _examples(result.examples)
-    kind = "constant-overflow" if wide in ("f64", "complex<f64>") else "constant-out-of-range"
+    kind = Kind.CONSTANT_OVERFLOW if wide in ("f64", "complex<f64>") else Kind.CONSTANT_OUT_OF_RANGE
     what = f"{result.out_of_range} value(s) ({examples}) do not fit in {narrow}"
-    if rw.overflow == "error":
-        rw.report(kind, Severity.ERROR, op, f"{what}; {_POLICY_HINT}")
+    if ctx.overflow == "error":
+        ctx.report(kind, Severity.ERROR, f"{what}; {_POLICY_HINT}")
     else:
-        verb = "saturated to" if rw.overflow == "saturate" else "wrapped into"
-        rw.report(kind, Severity.WARNING, op,
-                  f"{what}: {verb} {narrow} as requested by overflow='{rw.overflow}'; results change")
+        verb = "saturated to" if ctx.overflow == "saturate" else "wrapped into"
+        ctx.report(kind, Severity.WARNING,
+                   f"{what}: {verb} {narrow} as requested by overflow='{ctx.overflow}'; results change")

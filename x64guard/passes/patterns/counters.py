@@ -15,10 +15,10 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo
 
-from x64guard.findings import Severity
-from x64guard.passes.matching import element_spelling, producer, shape_of, splat, splat_value, tensor_type, users
+from x64guard.findings import Kind, Severity
+from x64guard.passes.driver import OpContext
 from x64guard.passes.idioms import IdiomPattern
-from x64guard.passes.rewriter import Rewriter
+from x64guard.passes.matching import element_spelling, producer, shape_of, splat, splat_value, tensor_type, users
 from x64guard.passes.tables import COUNTER_LIMIT, LOW_WORD_MASK, RNG_IDIOMS
 
 _WIDE_INTEGERS = ("ui64", "i64", "si64")
@@ -76,28 +76,27 @@ class CounterSplit(IdiomPattern):
     op_names = frozenset({"stablehlo.shift_right_logical"})
     result_elements = frozenset({"ui64"})
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        if rw.dry_run and not rw.profile.exact_idioms_are_info:
-            return False  # a strict check reports these uint64 values like any other
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
         found = counter_split(op)
         if found is None:
             return False
         counter, bound = found
         built: dict[ir.Value, ir.Value] = {}
-        with ir.InsertionPoint(op), op.location:
+        rewriter = ctx.rewriter
+        with rewriter.insert_before(op):
             zeros = splat(op.results[0].type, "ui32", 0)
             low = _in_uint32(counter, built)
         for high in users(op.results[0]):
-            high.results[0].replace_all_uses_with(zeros)
-            rw.idioms.maybe_dead.append(high)
+            rewriter.replace_all_uses(high.results[0], zeros)
+            ctx.idioms.maybe_dead.append(high)
         for user in users(counter):
             if user.name == "stablehlo.convert" and element_spelling(user.results[0].type) == "ui32":
-                user.results[0].replace_all_uses_with(low)
-                rw.idioms.maybe_dead.append(user)
-        rw.idioms.maybe_dead.append(op)
-        rw.report("rng-counters", Severity.INFO, op,
-                  f"iota_2x32_shape's uint64 counters (up to {bound}, below 2**32) computed in 32 bits: "
-                  "high words 0, low words the counters; exact")
+                rewriter.replace_all_uses(user.results[0], low)
+                ctx.idioms.maybe_dead.append(user)
+        ctx.idioms.maybe_dead.append(op)
+        ctx.report(Kind.RNG_COUNTERS, Severity.INFO,
+                   f"iota_2x32_shape's uint64 counters (up to {bound}, below 2**32) computed in 32 bits: "
+                   "high words 0, low words the counters; exact")
         return True
 
 
@@ -138,20 +137,20 @@ class LowWordMask(IdiomPattern):
     op_names = frozenset({"stablehlo.and"})
     result_elements = frozenset({"i64", "si64"})
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
         element = element_spelling(op.results[0].type)
         if element not in ("i64", "si64") or not _to_32bit_words_only(op.results[0]):
             return False
         wide_mask, narrow_mask = LOW_WORD_MASK
         for operand in op.operands:
             if splat_value(operand) == wide_mask:
-                with ir.InsertionPoint(op), op.location:
+                with ctx.rewriter.insert_before(op):
                     ones = splat(operand.type, element, narrow_mask)
-                op.operation.replace_uses_of_with(operand, ones)
-                rw.idioms.maybe_dead.append(producer(operand))
-                rw.report("low-word-mask", Severity.INFO, op,
-                          "x & 0xFFFFFFFF before a convert to 32 bits (threefry_seed's low word): the mask is -1 "
-                          "in 32 bits, as x32 JAX traces it")
+                ctx.rewriter.replace_uses_in(op, operand, ones)
+                ctx.idioms.maybe_dead.append(producer(operand))
+                ctx.report(Kind.LOW_WORD_MASK, Severity.INFO,
+                           "x & 0xFFFFFFFF before a convert to 32 bits (threefry_seed's low word): the mask is -1 "
+                           "in 32 bits, as x32 JAX traces it")
                 return True
         return False
 

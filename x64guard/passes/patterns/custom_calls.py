@@ -6,7 +6,7 @@ every other target with a 64-bit operand or result is refused, naming the target
 Python host callbacks get advice of their own (`x64guard.jit` runs them at 32 bits).
 
 "64-bit" means before narrowing: the walk narrows an operand's producer before it
-reaches the call, so operand types are read as they were (`Rewriter.type_before`).
+reaches the call, so operand types are read as they were (`OpContext.type_before`).
 Otherwise a call whose only 64-bit types are operands (jax.debug.print, a kernel with
 no results) would be handed 32-bit buffers without a word.
 """
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from x64guard.findings import Severity
-from x64guard.passes.rewriter import RewritePattern, Rewriter
+from x64guard.findings import Kind, Severity
+from x64guard.passes.driver import OpContext, RewritePattern
 from x64guard.passes.tables import CustomCallPolicy, custom_call_policy
 
 _KEEP_64 = "keep this module in 64 bits (mode='allow')"
@@ -26,16 +26,17 @@ def custom_call_target(op: ir.Operation) -> str:
     return ir.StringAttr(op.attributes["call_target_name"]).value
 
 
-def wide_operands_and_results(op: ir.Operation, rw: Rewriter) -> list[str]:
+def wide_operands_and_results(op: ir.Operation, ctx: OpContext) -> list[str]:
     """'operand #0 (tensor<2xf64>)', 'result #1 (...)' for every 64-bit type the op had
     before narrowing (tuples and tokens included: the converter looks inside tuples)."""
+    converter = ctx.converter
     wide = []
     for index, value in enumerate(op.operands):
-        before = rw.type_before(value)
-        if rw.converter.convert(before) is not None or before in rw.converter.unsupported:
+        before = ctx.type_before(value)
+        if converter.convert(before) is not None or before in converter.unsupported:
             wide.append(f"operand #{index} ({before})")
-    for index, result_type in enumerate(rw.result_types):
-        if rw.converter.convert(result_type) is not None or result_type in rw.converter.unsupported:
+    for index, result_type in enumerate(ctx.result_types):
+        if converter.convert(result_type) is not None or result_type in converter.unsupported:
             wide.append(f"result #{index} ({result_type})")
     return wide
 
@@ -43,8 +44,8 @@ def wide_operands_and_results(op: ir.Operation, rw: Rewriter) -> list[str]:
 class NarrowCustomCall(RewritePattern):
     op_names = frozenset({"stablehlo.custom_call"})
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        wide = wide_operands_and_results(op, rw)
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+        wide = wide_operands_and_results(op, ctx)
         if not wide:
             return False
         target = custom_call_target(op)
@@ -54,26 +55,25 @@ class NarrowCustomCall(RewritePattern):
         if policy is CustomCallPolicy.TYPE_GENERIC:
             return True
         if policy is CustomCallPolicy.RENAMED:
-            rw.report("custom-call-renamed", Severity.INFO, op, f"@{target} -> @{renamed}", op_name=op_name)
-            if not rw.dry_run:
-                op.attributes["call_target_name"] = ir.StringAttr.get(renamed)
+            ctx.report(Kind.CUSTOM_CALL_RENAMED, Severity.INFO, f"@{target} -> @{renamed}", op_name=op_name)
+            ctx.rewriter.set_attribute(op, "call_target_name", ir.StringAttr.get(renamed))
             return True
         if policy is CustomCallPolicy.HOST_CALLBACK:
-            rw.report("custom-call", Severity.ERROR, op,
-                      f"custom_call @{target} is a host callback (jax.pure_callback, io_callback, "
+            ctx.report(Kind.CUSTOM_CALL, Severity.ERROR,
+                       f"custom_call @{target} is a host callback (jax.pure_callback, io_callback, "
                       f"jax.debug.print or jax.debug.callback) that JAX traced for 64-bit values: {what}; "
                       "narrowed, the Python function would receive and return 32-bit buffers it was not "
                       "traced for. Use x64guard.jit(f), which traces the callback at 32 bits, or "
                       f"{_KEEP_64}", op_name=op_name)
             return True
         if policy is CustomCallPolicy.COMPILED_KERNEL:
-            rw.report("custom-call", Severity.ERROR, op,
-                      f"custom_call @{target} runs a kernel compiled for the types it was traced with: "
+            ctx.report(Kind.CUSTOM_CALL, Severity.ERROR,
+                       f"custom_call @{target} runs a kernel compiled for the types it was traced with: "
                       f"{what}; narrowing would hand it 32-bit buffers. Trace the kernel with 32-bit "
                       f"inputs (x64 off, or x64guard.jit), or {_KEEP_64}", op_name=op_name)
             return True
-        rw.report("custom-call", Severity.ERROR, op,
-                  f"custom_call @{target} has 64-bit types, {what}, and x64guard does not know a 32-bit "
+        ctx.report(Kind.CUSTOM_CALL, Severity.ERROR,
+                   f"custom_call @{target} has 64-bit types, {what}, and x64guard does not know a 32-bit "
                   f"version of it; {_KEEP_64}, or add the target to x64guard's custom_call table "
                   "(x64guard/passes/tables.py) if its kernel works on any element type",
                   op_name=op_name)

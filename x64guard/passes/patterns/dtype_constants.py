@@ -18,10 +18,10 @@ from __future__ import annotations
 import numpy as np
 from jax.extend.mlir import ir
 
-from x64guard.findings import Severity
+from x64guard.findings import Kind, Severity
 from x64guard.passes.constant_io import UnreadableConstant, read_constant
+from x64guard.passes.driver import OpContext, RewritePattern
 from x64guard.passes.patterns.constants import narrow_and_write
-from x64guard.passes.rewriter import RewritePattern, Rewriter
 from x64guard.passes.tables import CONSTANT_OPS, DtypeConstant, dtype_constant
 from x64guard.passes.values import substitute_dtype_constants
 
@@ -31,11 +31,11 @@ _FLOAT64_ELEMENTS = frozenset({"f64", "complex<f64>"})
 class ReplaceDtypeConstants(RewritePattern):
     op_names = CONSTANT_OPS
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        old_type = rw.result_types[0]
-        if rw.converter.element_spelling(old_type) not in _FLOAT64_ELEMENTS:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+        old_type = ctx.result_types[0]
+        if ctx.converter.element_spelling(old_type) not in _FLOAT64_ELEMENTS:
             return False
-        new_type = rw.converter.convert(old_type)
+        new_type = ctx.converter.convert(old_type)
         try:
             attr = op.attributes["value"]
         except TypeError:  # complex dense attributes: read from their printed form below
@@ -55,12 +55,12 @@ class ReplaceDtypeConstants(RewritePattern):
             if not hits:
                 return False
         for row in hits:
-            _report(op, rw, row)
-        narrow_and_write(op, rw, values, splat, new_type)
+            _report(ctx, row)
+        narrow_and_write(op, ctx, values, splat, new_type)
         return True
 
 
-def _report(op: ir.Operation, rw: Rewriter, row: DtypeConstant) -> None:
-    rw.report("dtype-constant", Severity.INFO, op,
-              f"{row.describe()}: {row.wide!r} becomes {float(np.float32(row.narrow))!r}, the value JAX computes "
-              "for this expression when it traces with x64 off")
+def _report(ctx: OpContext, row: DtypeConstant) -> None:
+    ctx.report(Kind.DTYPE_CONSTANT, Severity.INFO,
+               f"{row.describe()}: {row.wide!r} becomes {float(np.float32(row.narrow))!r}, the value JAX computes "
+               "for this expression when it traces with x64 off")

@@ -4,46 +4,49 @@ Op results, the arguments of every block of every region, and TypeAttr attribute
 (`func.func`'s `function_type`, ...). Dense attributes are left alone: on any op but a
 constant they are structure (dimension lists, padding), not data.
 
-This runs once per op, so it is written for speed: one function, locals bound once,
-locations kept as attributes and resolved only once per distinct location at the end.
+This runs for every op, so it is written for speed: locals bound once, an op without a
+64-bit result and without regions or type attributes costs a few dictionary lookups, and
+locations are kept raw and resolved only for the findings that list them (store.py).
 """
 
 from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from x64guard.findings import Severity
-from x64guard.passes.rewriter import Rewriter
+from x64guard.findings import Kind, Severity
+from x64guard.passes.driver import OpContext, RewritePattern
 from x64guard.passes.tables import CHECK_DIALECT_OPS, CONSTANT_OPS, TYPE_ATTR_FREE_DIALECTS
 
 _MISSING = object()
 
 
-class ConvertOpTypes:
-    """Applied to every op after its named rules."""
+class ConvertOpTypes(RewritePattern):
+    """Applied to every op after its named rules (unless one keeps its types)."""
 
-    def __init__(self, rw: Rewriter) -> None:
-        self._rw = rw
-        # Per op name: (may have regions, may have TypeAttrs, unregistered). Learned from
-        # the first op of each name; ops of the registered JAX dialects have a fixed
-        # region count and never a TypeAttr, so most ops skip both looks.
-        self._op_info: dict[str, tuple[bool, bool, bool]] = {}
+    converts_types = True
 
-    def _learn(self, op: ir.Operation, name: str) -> tuple[bool, bool, bool]:
+    @staticmethod
+    def _learn(op: ir.Operation, name: str, ctx: OpContext) -> tuple[bool, bool, bool]:
+        """(may have regions, may have TypeAttrs, unregistered), learned from the first op of
+        each name (per run: `PassRun.op_info`). Ops of the registered JAX dialects have a
+        fixed region count and never a TypeAttr, so most ops skip both looks."""
         # Ops of StableHLO's test `check` dialect are not registered, but known.
-        unregistered = not self._rw.context.is_registered_operation(name) and name not in CHECK_DIALECT_OPS
+        unregistered = not ctx.run.context.is_registered_operation(name) and name not in CHECK_DIALECT_OPS
         fixed_shape = name.startswith(TYPE_ATTR_FREE_DIALECTS) and not unregistered
         info = (not fixed_shape or len(op.regions) > 0,
                 name not in CONSTANT_OPS and not fixed_shape,
                 unregistered)
-        self._op_info[name] = info
+        ctx.run.op_info[name] = info
         return info
 
-    def apply(self, op: ir.Operation, name: str, result_types: list[ir.Type]) -> None:
-        rw = self._rw
-        info = self._op_info.get(name) or self._learn(op, name)
-        converter = rw.converter
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+        run = ctx.run
+        name = ctx.name
+        info = run.op_info.get(name) or self._learn(op, name, ctx)
+        converter = run.converter
         cache = converter.cache
+        rewriter = run.rewriter
+        result_types = ctx.result_types
         olds = None
         index = 0
         for old in result_types:
@@ -55,12 +58,9 @@ class ConvertOpTypes:
                     olds = [old]
                 else:
                     olds.append(old)
-                if not rw.dry_run:
-                    value = op.result if len(result_types) == 1 else op.results[index]
-                    value.set_type(new)
-                    rw.types_before[hash(value)] = old
+                rewriter.set_type(op.result if len(result_types) == 1 else op.results[index], new, old)
             elif old in converter.unsupported:
-                report_unsupported_type(rw, op, old)
+                report_unsupported_type(ctx, old)
             index += 1
         if info[0]:
             for region in op.regions:
@@ -70,61 +70,56 @@ class ConvertOpTypes:
                         new = converter.convert(old)
                         if new is not None:
                             olds = (olds or []) + [old]
-                            if not rw.dry_run:
-                                arg.set_type(new)
-                                rw.types_before[hash(arg)] = old
+                            rewriter.set_type(arg, new, old)
                         elif old in converter.unsupported:
-                            report_unsupported_type(rw, op, old)
+                            report_unsupported_type(ctx, old)
         if info[1]:
-            olds = self._convert_type_attributes(op, rw, olds or [])
+            olds = _convert_type_attributes(op, ctx, olds or [])
         if olds:
-            # Inlined Rewriter.record_narrowed: this runs for nearly every op.
-            key = (name, op.location.attr, rw.function, olds[0] if len(olds) == 1 else tuple(olds))
-            narrowed = rw.narrowed_log
-            narrowed[key] = narrowed.get(key, 0) + 1
-        if info[2] and (olds or self._has_wide_operand(op, rw)):
+            run.store.record_narrowed(name, ctx.function, olds, op.location)
+        if info[2] and (olds or _has_wide_operand(op, ctx)):
             # An op from outside the known dialects: its operands count too (they were
             # narrowed by their producers), as for a custom_call.
-            rw.report("unknown-op", Severity.WARNING, op,
-                      f"{name} is an op x64guard does not know: its types were narrowed generically. If its "
-                      "meaning depends on bit widths, keep this module in 64 bits (mode='allow')")
-
-    @staticmethod
-    def _has_wide_operand(op: ir.Operation, rw: Rewriter) -> bool:
-        return any(rw.converter.convert(rw.type_before(value)) is not None for value in op.operands)
-
-    @staticmethod
-    def _convert_type_attributes(op: ir.Operation, rw: Rewriter, olds: list[ir.Type]) -> list[ir.Type]:
-        attributes = op.attributes
-        for attr_name in list(attributes):
-            try:
-                attr = attributes[attr_name]
-            except TypeError:
-                # Dense attributes the bindings cannot cast (complex elements: "Can't cast
-                # unknown element type DenseTypedElementsAttr") are never TypeAttrs.
-                continue
-            if not isinstance(attr, ir.TypeAttr):
-                continue
-            old = attr.value
-            new = rw.converter.convert(old)
-            if new is not None:
-                olds.append(old)
-                if not rw.dry_run:
-                    attributes[attr_name] = ir.TypeAttr.get(new)
-        return olds
+            ctx.report(Kind.UNKNOWN_OP, Severity.WARNING,
+                       f"{name} is an op x64guard does not know: its types were narrowed generically. If its "
+                       "meaning depends on bit widths, keep this module in 64 bits (mode='allow')")
+        return True
 
 
-def report_unsupported_type(rw: Rewriter, op: ir.Operation, t: ir.Type) -> None:
+def _has_wide_operand(op: ir.Operation, ctx: OpContext) -> bool:
+    return any(ctx.converter.convert(ctx.type_before(value)) is not None for value in op.operands)
+
+
+def _convert_type_attributes(op: ir.Operation, ctx: OpContext, olds: list[ir.Type]) -> list[ir.Type]:
+    attributes = op.attributes
+    for attr_name in list(attributes):
+        try:
+            attr = attributes[attr_name]
+        except TypeError:
+            # Dense attributes the bindings cannot cast (complex elements: "Can't cast
+            # unknown element type DenseTypedElementsAttr") are never TypeAttrs.
+            continue
+        if not isinstance(attr, ir.TypeAttr):
+            continue
+        old = attr.value
+        new = ctx.converter.convert(old)
+        if new is not None:
+            olds.append(old)
+            ctx.rewriter.set_attribute(op, attr_name, ir.TypeAttr.get(new))
+    return olds
+
+
+def report_unsupported_type(ctx: OpContext, t: ir.Type) -> None:
     spelling = str(t)
     if "!quant." in spelling:
         # jaxlib registers no quant dialect: `!quant.uniform<i8:f64, ...>` is an opaque type
         # here, whose expressed type x64guard cannot rebuild.
-        rw.report("unsupported-type", Severity.ERROR, op,
-                  f"values of quantized type {spelling}: the MLIR bindings in jaxlib do not include the quant "
-                  "dialect, so x64guard cannot narrow its 64-bit expressed type; check the float model before "
-                  "quantization, or lower the quantized ops to integer arithmetic first "
-                  "(stablehlo-opt --stablehlo-legalize-quant-to-math)")
+        ctx.report(Kind.UNSUPPORTED_TYPE, Severity.ERROR,
+                   f"values of quantized type {spelling}: the MLIR bindings in jaxlib do not include the quant "
+                   "dialect, so x64guard cannot narrow its 64-bit expressed type; check the float model before "
+                   "quantization, or lower the quantized ops to integer arithmetic first "
+                   "(stablehlo-opt --stablehlo-legalize-quant-to-math)")
         return
-    rw.report("unsupported-type", Severity.ERROR, op,
-              f"x64guard cannot narrow values of type {t}; keep this module in 64 bits (mode='allow') "
-              "or report the type so it can be added to x64guard's type table")
+    ctx.report(Kind.UNSUPPORTED_TYPE, Severity.ERROR,
+               f"x64guard cannot narrow values of type {t}; keep this module in 64 bits (mode='allow') "
+               "or report the type so it can be added to x64guard's type table")

@@ -29,11 +29,11 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo
 
-from x64guard.findings import Severity
+from x64guard.findings import Kind, Severity
+from x64guard.passes.driver import OpContext, walk
 from x64guard.passes.idioms import IdiomPattern
 from x64guard.passes.matching import (convert, dense_values, element_spelling, producer, result_number,
                                       shape_of, splat, splat_value, tensor_type, users)
-from x64guard.passes.rewriter import Rewriter
 from x64guard.passes.tables import RNG_IDIOMS, RNG_WORD_PAIR, THREEFRY_FINGERPRINT
 
 _WIDE_WORDS = ("ui64",)
@@ -42,7 +42,7 @@ _NARROW_WORD = "ui32"
 
 # ---- recognizing sources of random bits ------------------------------------------------
 
-def is_threefry_call(op: ir.Operation | None, rw: Rewriter) -> bool:
+def is_threefry_call(op: ir.Operation | None, ctx: OpContext) -> bool:
     """A func.call of a function that is the Threefry-2x32 kernel: two uint32 keys, two
     uint32 counter arrays in, two uint32 arrays out, and a body holding Threefry's key
     schedule parity constant and rotation tables (what `jax.random` lowers it to)."""
@@ -51,10 +51,10 @@ def is_threefry_call(op: ir.Operation | None, rw: Rewriter) -> bool:
     if any(element_spelling(v.type) != "ui32" for v in list(op.operands) + list(op.results)):
         return False
     callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-    facts = rw.idioms.callee_facts
+    facts = ctx.idioms.callee_facts
     key = ("threefry2x32", callee)
     if key not in facts:
-        function = rw.idioms.functions.get(callee)
+        function = ctx.idioms.functions.get(callee)
         facts[key] = function is not None and _holds_fingerprint(function)
     return facts[key]
 
@@ -70,7 +70,7 @@ def _holds_fingerprint(function: ir.Operation) -> bool:
                 seen.add(tuple(int(v) for v in values))
         return ir.WalkResult.ADVANCE
 
-    function.walk(visit, ir.WalkOrder.PRE_ORDER)
+    walk(function, visit)
     return wanted <= seen
 
 
@@ -92,13 +92,13 @@ def _joined_halves(op: ir.Operation) -> tuple[ir.Value, ir.Value] | None:
     return None
 
 
-def _register_word(op: ir.Operation, rw: Rewriter, word32: ir.Value) -> None:
+def _register_word(op: ir.Operation, ctx: OpContext, word32: ir.Value) -> None:
     """`op`'s 64-bit words are replaced by x32's `word32`, widened for the 64-bit module."""
-    with ir.InsertionPoint(op), op.location:
+    with ctx.rewriter.insert_before(op):
         wide = convert(word32, element_spelling(op.results[0].type))
-    op.results[0].replace_all_uses_with(wide)
-    rw.idioms.random_words[wide] = word32
-    rw.idioms.maybe_dead.append(op)
+    ctx.rewriter.replace_all_uses(op.results[0], wide)
+    ctx.idioms.random_words[wide] = word32
+    ctx.idioms.maybe_dead.append(op)
 
 
 class ThreefryWords(IdiomPattern):
@@ -108,7 +108,7 @@ class ThreefryWords(IdiomPattern):
     op_names = frozenset({"stablehlo.or"})
     result_elements = frozenset({"ui64"})
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
         halves = _joined_halves(op)
         if halves is None:
             return False
@@ -116,12 +116,12 @@ class ThreefryWords(IdiomPattern):
         kernel = producer(hi)
         if kernel is None or kernel != producer(lo) or (result_number(hi), result_number(lo)) != (0, 1):
             return False
-        if not is_threefry_call(kernel, rw):
+        if not is_threefry_call(kernel, ctx):
             return False
-        with ir.InsertionPoint(op), op.location:
+        with ctx.rewriter.insert_before(op):
             word = stablehlo.xor(hi, lo)
-        _register_word(op, rw, word)
-        rw.report("rng-words", Severity.INFO, op,
+        _register_word(op, ctx, word)
+        ctx.report(Kind.RNG_WORDS, Severity.INFO,
                   "64-bit random words ((b1 << 32) | b2 of threefry2x32) drawn as x32 JAX draws them (b1 ^ b2)")
         return True
 
@@ -179,7 +179,7 @@ class ThreefryWordsOriginal(IdiomPattern):
     op_names = frozenset({"stablehlo.or"})
     result_elements = frozenset({"ui64"})
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
         halves = _joined_halves(op)
         shape = shape_of(halves[0].type) if halves is not None else None
         if not shape:
@@ -190,7 +190,7 @@ class ThreefryWordsOriginal(IdiomPattern):
         if joined is None or len(joined.operands) != 2 or ir.IntegerAttr(joined.attributes["dimension"]).value != axis:
             return False
         kernel = producer(joined.operands[0])
-        if kernel is None or kernel != producer(joined.operands[1]) or not is_threefry_call(kernel, rw) \
+        if kernel is None or kernel != producer(joined.operands[1]) or not is_threefry_call(kernel, ctx) \
                 or [result_number(v) for v in joined.operands] != [0, 1]:
             return False
         counters = _halves_of(_unbroadcast(kernel.operands[2]), _unbroadcast(kernel.operands[3]), n)
@@ -200,7 +200,7 @@ class ThreefryWordsOriginal(IdiomPattern):
         m = (n + 1) // 2
         lane_type = kernel.operands[2].type
         lane_axis = len(shape_of(lane_type)) - 1
-        with ir.InsertionPoint(op), op.location:
+        with ctx.rewriter.insert_before(op):
             x0 = stablehlo.iota(lane_type, lane_axis)
             x1 = stablehlo.add(x0, splat(lane_type, "ui32", m))
             if n % 2:  # x32 JAX pads its odd count with one 0 counter, the last of the second half
@@ -208,17 +208,16 @@ class ThreefryWordsOriginal(IdiomPattern):
                                            stablehlo.ComparisonDirectionAttr.get("EQ"))
                 x1 = stablehlo.select(is_pad, splat(lane_type, "ui32", 0), x1)
             attributes = {name: kernel.attributes[name] for name in kernel.attributes}
-            call = ir.Operation.create("func.call", results=[r.type for r in kernel.results],
-                                       operands=[kernel.operands[0], kernel.operands[1], x0, x1],
-                                       attributes=attributes)
+            call = ctx.rewriter.create_op("func.call", [r.type for r in kernel.results],
+                                          [kernel.operands[0], kernel.operands[1], x0, x1], attributes)
             starts, limits = [0] * len(shape), list(shape[:-1]) + [m]
             used = [stablehlo.slice(result, starts, limits, [1] * len(shape)) for result in call.results]
             words = stablehlo.concatenate(used, axis)
             if 2 * m != n:
                 words = stablehlo.slice(words, starts, list(shape), [1] * len(shape))
-        rw.idioms.dead_calls.add(kernel)
-        _register_word(op, rw, words)
-        rw.report("rng-words", Severity.INFO, op,
+        ctx.idioms.dead_calls.add(kernel)
+        _register_word(op, ctx, words)
+        ctx.report(Kind.RNG_WORDS, Severity.INFO,
                   "64-bit random words (jax_threefry_partitionable=False) drawn as x32 JAX draws them: "
                   "threefry2x32 on x32's counters, one 32-bit word each")
         return True
@@ -235,7 +234,7 @@ class XlaRandintWords(IdiomPattern):
     op_names = frozenset({"stablehlo.remainder"})
     result_elements = frozenset({"ui64"})
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
         words, span = op.operands
         generator = producer(words, "stablehlo.rng_bit_generator")
         shape = shape_of(words.type)
@@ -243,10 +242,10 @@ class XlaRandintWords(IdiomPattern):
                 or shape is None or len(users(words)) != 1 or not _split_for_int64(op):
             return False
         pair_type = ir.RankedTensorType.get(shape + [2], ir.Type.parse(_NARROW_WORD))
-        generator.results[1].set_type(pair_type)
+        ctx.rewriter.retype(generator.results[1], pair_type)
         low_at, high_at = RNG_WORD_PAIR.index("low"), RNG_WORD_PAIR.index("high")
         word_type = tensor_type(op.results[0].type, _NARROW_WORD)
-        with ir.InsertionPoint(op), op.location:
+        with ctx.rewriter.insert_before(op):
             def part(index: int) -> ir.Value:
                 piece = stablehlo.slice(generator.results[1], [0] * len(shape) + [index], shape + [index + 1],
                                         [1] * (len(shape) + 1))
@@ -254,9 +253,9 @@ class XlaRandintWords(IdiomPattern):
             low, high = part(low_at), part(high_at)
             remainder = _remainder_of_pair(high, low, convert(span, _NARROW_WORD))
             wide = convert(remainder, "ui64")
-        op.results[0].replace_all_uses_with(wide)
-        rw.idioms.maybe_dead.append(op)
-        rw.report("rng-randint", Severity.INFO, op,
+        ctx.rewriter.replace_all_uses(op.results[0], wide)
+        ctx.idioms.maybe_dead.append(op)
+        ctx.report(Kind.RNG_RANDINT, Severity.INFO,
                   "torch-xla's integer draw (64-bit words % span) computed in 32 bits: the same words drawn as "
                   "uint32 pairs from the same state, the remainder by long division; exact")
         return True
@@ -298,16 +297,16 @@ class RbgWideDraw(IdiomPattern):
 
     op_names = frozenset({"stablehlo.rng_bit_generator"})
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
         output = op.results[1]
         if element_spelling(output.type) not in _WIDE_WORDS:
             return False
-        output.set_type(tensor_type(output.type, _NARROW_WORD))
-        with ir.InsertionPoint.after(op), op.location:
+        ctx.rewriter.retype(output, tensor_type(output.type, _NARROW_WORD))
+        with ctx.rewriter.insert_after(op):
             wide = convert(output, "ui64")
-        output.replace_all_uses_except(wide, wide.owner.operation)
-        rw.idioms.random_words[wide] = output
-        rw.report("rng-draw", Severity.INFO, op,
+        ctx.rewriter.replace_all_uses(output, wide, except_in=wide.owner.operation)
+        ctx.idioms.random_words[wide] = output
+        ctx.report(Kind.RNG_DRAW, Severity.INFO,
                   "64-bit words of rng_bit_generator drawn as 32-bit words from the same state, as the 32-bit "
                   "programs draw them (jax.random rbg keys, torch-xla)")
         return True
@@ -321,19 +320,19 @@ class ReshapedRandomWords(IdiomPattern):
     result_elements = frozenset({"ui64"})
     follows_earlier_rules = True
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        word = random_word(op.operands[0], rw)
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+        word = random_word(op.operands[0], ctx)
         if word is None:
             return False
-        with ir.InsertionPoint(op), op.location:
+        with ctx.rewriter.insert_before(op):
             reshaped = stablehlo.reshape(tensor_type(op.results[0].type, _NARROW_WORD), word)
-        _register_word(op, rw, reshaped)
+        _register_word(op, ctx, reshaped)
         return True
 
 
-def random_word(value: ir.Value, rw: Rewriter) -> ir.Value | None:
+def random_word(value: ir.Value, ctx: OpContext) -> ir.Value | None:
     """The 32-bit words x32 draws for the 64-bit random words `value`, if a word rule made them."""
-    return rw.idioms.random_words.get(value)
+    return ctx.idioms.random_words.get(value)
 
 
 class JaxFloatsFromBits(IdiomPattern):
@@ -345,7 +344,7 @@ class JaxFloatsFromBits(IdiomPattern):
     result_elements = frozenset({"f64"})
     follows_earlier_rules = True
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
         if element_spelling(op.results[0].type) != "f64" or element_spelling(op.operands[0].type) != "ui64":
             return False
         ored = producer(op.operands[0], "stablehlo.or")
@@ -356,17 +355,17 @@ class JaxFloatsFromBits(IdiomPattern):
             shift = producer(shifted, "stablehlo.shift_right_logical")
             if shift is None or splat_value(shift.operands[1]) != shift_64 or splat_value(one) != one_64:
                 continue
-            word = random_word(shift.operands[0], rw)
+            word = random_word(shift.operands[0], ctx)
             if word is None:
                 continue
-            with ir.InsertionPoint(op), op.location:
+            with ctx.rewriter.insert_before(op):
                 mantissa = stablehlo.shift_right_logical(word, splat(word.type, "ui32", shift_32))
                 bits = stablehlo.or_(mantissa, splat(word.type, "ui32", one_32))
                 floats = stablehlo.bitcast_convert(tensor_type(word.type, "f32"), bits)
                 wide = convert(floats, "f64")
-            op.results[0].replace_all_uses_with(wide)
-            rw.idioms.maybe_dead.append(op)
-            rw.report("rng-floats", Severity.INFO, op,
+            ctx.rewriter.replace_all_uses(op.results[0], wide)
+            ctx.idioms.maybe_dead.append(op)
+            ctx.report(Kind.RNG_FLOATS, Severity.INFO,
                       "float64 uniform bits (w >> 12 | bits of 1.0) built as x32 JAX builds float32 ones "
                       "(w >> 9 | 0x3F800000)")
             return True
@@ -382,14 +381,14 @@ class XlaFloatsFromBits(IdiomPattern):
     result_elements = frozenset({"f64"})
     follows_earlier_rules = True
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
         if element_spelling(op.results[0].type) != "f64":
             return False
         shift = producer(op.operands[0], "stablehlo.shift_right_logical")
         (shift_64, shift_32), (scale_64, scale_32) = RNG_IDIOMS["float_shift"], RNG_IDIOMS["float_scale"]
         if shift is None or splat_value(shift.operands[1]) != shift_64:
             return False
-        word = random_word(shift.operands[0], rw)
+        word = random_word(shift.operands[0], ctx)
         scaled = users(op.results[0])
         if word is None or len(scaled) != 1 or scaled[0].name != "stablehlo.multiply":
             return False
@@ -397,14 +396,14 @@ class XlaFloatsFromBits(IdiomPattern):
         factor = [v for v in scale.operands if v != op.results[0]]
         if len(factor) != 1 or splat_value(factor[0]) != scale_64:
             return False
-        with ir.InsertionPoint(scale), scale.location:
+        with ctx.rewriter.insert_before(scale):
             mantissa = stablehlo.shift_right_logical(word, splat(word.type, "ui32", shift_32))
             floats = convert(mantissa, "f32")
             product = stablehlo.multiply(floats, splat(floats.type, "f32", scale_32))
             wide = convert(product, "f64")
-        scale.results[0].replace_all_uses_with(wide)
-        rw.idioms.maybe_dead.append(scale)
-        rw.report("rng-floats", Severity.INFO, op,
+        ctx.rewriter.replace_all_uses(scale.results[0], wide)
+        ctx.idioms.maybe_dead.append(scale)
+        ctx.report(Kind.RNG_FLOATS, Severity.INFO,
                   "float64 uniforms (convert(w >> 12) * 2**-52) built as the float32 graph builds them "
                   "(convert(w >> 9) * 2**-23)")
         return True
@@ -420,24 +419,24 @@ class RandintMultiplier(IdiomPattern):
     result_elements = frozenset({"ui64"})
     follows_earlier_rules = True
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
         wide_half, narrow_half = RNG_IDIOMS["randint_half_word"]
         if element_spelling(op.results[0].type) != "ui64" or splat_value(op.operands[0]) != wide_half:
             return False
-        if not _mixes_random_words(op, rw):
+        if not _mixes_random_words(op, ctx):
             return False
-        with ir.InsertionPoint(op), op.location:
+        with ctx.rewriter.insert_before(op):
             half = splat(op.operands[0].type, "ui64", narrow_half)
         old = op.operands[0]
-        op.operation.replace_uses_of_with(old, half)
-        rw.idioms.maybe_dead.append(producer(old))
-        rw.report("rng-randint", Severity.INFO, op,
+        ctx.rewriter.replace_uses_in(op, old, half)
+        ctx.idioms.maybe_dead.append(producer(old))
+        ctx.report(Kind.RNG_RANDINT, Severity.INFO,
                   "randint's multiplier 2**32 % span (for 64-bit words) is 2**16 % span, as x32 JAX mixes its "
                   "32-bit words")
         return True
 
 
-def _mixes_random_words(remainder: ir.Operation, rw: Rewriter) -> bool:
+def _mixes_random_words(remainder: ir.Operation, ctx: OpContext) -> bool:
     """`remainder` is randint's `m`: squared, reduced by the same span, and multiplied with
     a remainder of random words."""
     span = remainder.operands[1]
@@ -447,7 +446,7 @@ def _mixes_random_words(remainder: ir.Operation, rw: Rewriter) -> bool:
         for reduced in users(square.results[0]):
             if reduced.name != "stablehlo.remainder" or reduced.operands[1] != span:
                 continue
-            if any(_times_random_remainder(v, rw) for v in _broadcasts_of(reduced.results[0])):
+            if any(_times_random_remainder(v, ctx) for v in _broadcasts_of(reduced.results[0])):
                 return True
     return False
 
@@ -461,12 +460,12 @@ def _broadcasts_of(value: ir.Value) -> list[ir.Value]:
     return out
 
 
-def _times_random_remainder(multiplier: ir.Value, rw: Rewriter) -> bool:
+def _times_random_remainder(multiplier: ir.Value, ctx: OpContext) -> bool:
     for product in users(multiplier):
         if product.name != "stablehlo.multiply":
             continue
         for factor in product.operands:
             rem = producer(factor, "stablehlo.remainder")
-            if rem is not None and random_word(rem.operands[0], rw) is not None:
+            if rem is not None and random_word(rem.operands[0], ctx) is not None:
                 return True
     return False

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from x64guard.findings import Severity
-from x64guard.passes.rewriter import RewritePattern, Rewriter
+from x64guard.findings import Kind, Severity
+from x64guard.passes.driver import OpContext, RewritePattern
 from x64guard.passes.tables import CONSTANT_OPS, FLOAT64_ONE_BITS, RNG_KERNEL_FUNCTIONS
 
 # How far from the 1.0-bits constant the bitcast may be: broadcast_in_dim -> or -> bitcast.
@@ -24,8 +24,8 @@ class RefuseFloat64RandomBits(RewritePattern):
 
     op_names = CONSTANT_OPS
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        if rw.converter.element_spelling(rw.result_types[0]) != "ui64":
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+        if ctx.converter.element_spelling(ctx.result_types[0]) != "ui64":
             return False
         try:
             attr = op.attributes["value"]
@@ -34,18 +34,19 @@ class RefuseFloat64RandomBits(RewritePattern):
         if not isinstance(attr, ir.DenseIntElementsAttr) or not attr.is_splat \
                 or attr.get_splat_value().value != FLOAT64_ONE_BITS:
             return False
-        bitcast = _bitcast_to_f64_downstream(op, rw)
+        bitcast = _bitcast_to_f64_downstream(op, ctx)
         if bitcast is None:
             return False
-        rw.report("rng-bits", Severity.ERROR, bitcast,
-                  "float64 numbers built from 64-bit words (mantissa or-ed with the bits of 1.0, bitcast to "
+        ctx.report(Kind.RNG_BITS, Severity.ERROR,
+                   "float64 numbers built from 64-bit words (mantissa or-ed with the bits of 1.0, bitcast to "
                   "f64) whose source x64guard cannot trace to a random generator it knows (jax.random's "
                   "threefry or rbg draws are rewritten as x32 JAX draws them): narrowed, the result would be "
-                  "garbage. Build them from 32-bit words (float32), or keep this module in 64 bits (mode='allow')")
+                   "garbage. Build them from 32-bit words (float32), or keep this module in 64 bits (mode='allow')",
+                   at=bitcast)
         return True
 
 
-def _bitcast_to_f64_downstream(op: ir.Operation, rw: Rewriter) -> ir.Operation | None:
+def _bitcast_to_f64_downstream(op: ir.Operation, ctx: OpContext) -> ir.Operation | None:
     frontier = [op]
     for _ in range(_IDIOM_DEPTH):
         following = []
@@ -54,7 +55,7 @@ def _bitcast_to_f64_downstream(op: ir.Operation, rw: Rewriter) -> ir.Operation |
                 for use in result.uses:
                     user = use.owner.operation
                     if user.name == "stablehlo.bitcast_convert":
-                        if rw.converter.element_spelling(user.results[0].type) == "f64":
+                        if ctx.converter.element_spelling(user.results[0].type) == "f64":
                             return user
                     elif user.name in ("stablehlo.broadcast_in_dim", "stablehlo.or", "stablehlo.shift_right_logical"):
                         following.append(user)
@@ -70,8 +71,8 @@ class RefuseWideRandomWords(RewritePattern):
 
     op_names = frozenset({"stablehlo.shift_left"})
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        if rw.converter.element_spelling(rw.result_types[0]) not in ("ui64", "i64"):
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+        if ctx.converter.element_spelling(ctx.result_types[0]) not in ("ui64", "i64"):
             return False
         widened = op.operands[0].owner
         if isinstance(widened, ir.Block) or widened.operation.name != "stablehlo.convert":
@@ -82,10 +83,10 @@ class RefuseWideRandomWords(RewritePattern):
         callee = ir.FlatSymbolRefAttr(kernel.operation.attributes["callee"]).value
         if not callee.startswith(RNG_KERNEL_FUNCTIONS):
             return False
-        if _bitcast_to_f64_downstream(op, rw) is not None:
+        if _bitcast_to_f64_downstream(op, ctx) is not None:
             return True  # float64 sampling: reported once, at its bitcast, by RefuseFloat64RandomBits
-        rw.report("rng-bits", Severity.ERROR, op,
-                  f"64-bit words assembled from @{callee}'s 32-bit outputs ((hi << 32) | lo), and @{callee} is "
+        ctx.report(Kind.RNG_BITS, Severity.ERROR,
+                   f"64-bit words assembled from @{callee}'s 32-bit outputs ((hi << 32) | lo), and @{callee} is "
                   "not a kernel x64guard recognizes (jax.random's threefry2x32 is, by its constants): narrowed, "
                   "the high word would be dropped. Ask for 32-bit words (dtype=jnp.uint32) here, or keep this "
                   "module in 64 bits (mode='allow')")

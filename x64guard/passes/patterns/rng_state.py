@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 
 from jax.extend.mlir import ir
 
-from x64guard.findings import Severity
-from x64guard.passes.matching import element_spelling
+from x64guard.findings import Kind, Severity
+from x64guard.passes.driver import KEEP_TYPES, OpContext, RewritePattern, walk
 from x64guard.passes.idioms import IdiomPattern
-from x64guard.passes.rewriter import KEEP_TYPES, RewritePattern, Rewriter
+from x64guard.passes.matching import element_spelling
 from x64guard.passes.tables import NARROW_ELEMENT_TYPE, RNG_STATE_REFUSE
 
 # Ops the state and its seed are built from (JAX: bitcast, reshape; torch-xla: the LCG's
@@ -100,11 +100,12 @@ class KeepRngState(IdiomPattern):
 
     op_names = frozenset({"stablehlo.rng_bit_generator"})
 
-    def match_and_rewrite(self, first: ir.Operation, rw: Rewriter) -> bool:
-        if rw.idioms.state_decided:
+    def match_and_rewrite(self, first: ir.Operation, ctx: OpContext) -> bool:
+        idioms, run = ctx.idioms, ctx.run
+        if idioms.state_decided:
             return False
-        rw.idioms.state_decided = True
-        module = rw.idioms.module
+        idioms.state_decided = True
+        module = idioms.module
         generators: list[tuple[ir.Operation, str]] = []
         function = ["?"]
 
@@ -115,55 +116,54 @@ class KeepRngState(IdiomPattern):
                 generators.append((op, function[0]))
             return ir.WalkResult.ADVANCE
 
-        module.walk(visit, ir.WalkOrder.PRE_ORDER)
+        walk(module.operation, visit)
         if not generators:
             return False
         chain, seen = _Chain(), set()
         for generator, function_name in generators:
-            rw.function = function_name
             _collect_backward(generator.operands[0], chain, seen)
             if chain.problem is not None:
                 op, why = chain.problem
-                rw.report("rng-state", Severity.ERROR, op or generator,
-                          f"the RNG state of this rng_bit_generator cannot be kept: {why}. Draw with jax.random's "
-                          "default threefry keys, or keep this module in 64 bits (mode='allow')",
-                          op_name="stablehlo.rng_bit_generator")
-                rw.claimed_ops.update(chain.ops | {generator})
+                ctx.report(Kind.RNG_STATE, Severity.ERROR,
+                           f"the RNG state of this rng_bit_generator cannot be kept: {why}. Draw with jax.random's "
+                           "default threefry keys, or keep this module in 64 bits (mode='allow')",
+                           at=op or generator, op_name="stablehlo.rng_bit_generator", function=function_name)
+                run.claimed_ops.update(chain.ops | {generator})
                 return True
             chain.ops.add(generator)
-        if rw.profile.rng_state == RNG_STATE_REFUSE:
+        if ctx.profile.rng_state == RNG_STATE_REFUSE:
             for generator, function_name in generators:
-                rw.function = function_name
-                rw.report("rng-state", Severity.ERROR, generator,
-                          f"rng_bit_generator's state is {generator.operands[0].type}: 64-bit words by definition, "
-                          f"and the {rw.profile.name} target allows no 64-bit type (a 32-bit state would be another "
-                          "generator). Draw with jax.random's default threefry keys (jax.random.key(seed)), or use "
-                          "the x32 target, which keeps this state")
+                ctx.report(Kind.RNG_STATE, Severity.ERROR,
+                           f"rng_bit_generator's state is {generator.operands[0].type}: 64-bit words by definition, "
+                           f"and the {ctx.profile.name} target allows no 64-bit type (a 32-bit state would be another "
+                           "generator). Draw with jax.random's default threefry keys (jax.random.key(seed)), or use "
+                           "the x32 target, which keeps this state", at=generator, function=function_name)
             # One rng-state error says it all: no bitcast-width noise from the state's bitcasts.
-            rw.claimed_ops.update(chain.ops)
-            rw.claimed_ops.update(user for op in chain.ops for result in op.results for user in _users(result))
+            run.claimed_ops.update(chain.ops)
+            run.claimed_ops.update(user for op in chain.ops for result in op.results for user in _users(result))
             return True
-        kept_results = self._close_forward(chain, generators, rw)
+        kept_results = self._close_forward(chain, generators, ctx)
         if chain.problem is not None:
             op, why = chain.problem
-            rw.report("rng-state", Severity.ERROR, op, f"the RNG state cannot be kept: {why}; keep this module in "
-                                                       "64 bits (mode='allow')")
-            rw.claimed_ops.update(chain.ops)
+            ctx.report(Kind.RNG_STATE, Severity.ERROR,
+                       f"the RNG state cannot be kept: {why}; keep this module in 64 bits (mode='allow')", at=op,
+                       function=generators[-1][1])
+            run.claimed_ops.update(chain.ops)
             return True
-        rw.kept_ops.update(chain.ops)
+        run.kept_ops.update(chain.ops)
         for name in set(chain.arguments) | set(kept_results):
-            rw.idioms.kept_signatures[name] = (frozenset(chain.arguments.get(name, ())),
-                                               frozenset(kept_results.get(name, ())))
+            idioms.kept_signatures[name] = (frozenset(chain.arguments.get(name, ())),
+                                            frozenset(kept_results.get(name, ())))
         for generator, function_name in generators:
-            rw.function = function_name
-            rw.report("rng-state", Severity.INFO, generator,
-                      f"the RNG state ({generator.operands[0].type}, XLA's RngBitGenerator state) and the arithmetic "
-                      f"that builds it stay 64-bit: the {rw.profile.name} target keeps it, and the draws are "
-                      "the 32-bit programs' draws from the same state")
+            ctx.report(Kind.RNG_STATE, Severity.INFO,
+                       f"the RNG state ({generator.operands[0].type}, XLA's RngBitGenerator state) and the arithmetic "
+                       f"that builds it stay 64-bit: the {ctx.profile.name} target keeps it, and the draws are "
+                       "the 32-bit programs' draws from the same state", at=generator, function=function_name)
         return True
 
     @staticmethod
-    def _close_forward(chain: _Chain, generators: list[tuple[ir.Operation, str]], rw: Rewriter) -> dict[str, set[int]]:
+    def _close_forward(chain: _Chain, generators: list[tuple[ir.Operation, str]],
+                       ctx: OpContext) -> dict[str, set[int]]:
         """Decide every use of a kept value outside the chain; returns the public
         functions' results that stay 64-bit. The new state a generator returns may flow
         on as state (reshaped, returned); the seed arithmetic only feeds generators."""
@@ -176,7 +176,7 @@ class KeepRngState(IdiomPattern):
         while worklist:
             value = worklist.pop()
             for user in dict.fromkeys(_users(value)):  # each user once, in order
-                if user in chain.ops or user in rw.claimed_ops:
+                if user in chain.ops or user in ctx.run.claimed_ops:
                     continue
                 wide_results = [r for r in user.results if _wide(r.type)]
                 reads_kept_only = all(v in seen or not _wide(v.type) for v in user.operands)
@@ -199,10 +199,10 @@ class KeepRngState(IdiomPattern):
                 if value in arguments:
                     chain.problem = (user, "the 64-bit seed or state argument is also used as data")
                     return kept_results
-                with ir.InsertionPoint(user), user.location:
-                    bridge = ir.Operation.create("stablehlo.convert", results=[value.type], operands=[value])
-                user.replace_uses_of_with(value, bridge.results[0])
-                rw.claimed_ops.add(bridge)  # narrowed into a convert from the kept value
+                with ctx.rewriter.insert_before(user):
+                    bridge = ctx.rewriter.create_op("stablehlo.convert", [value.type], [value])
+                ctx.rewriter.replace_uses_in(user, value, bridge.results[0])
+                ctx.run.claimed_ops.add(bridge)  # narrowed into a convert from the kept value
         return kept_results
 
 
@@ -212,29 +212,28 @@ class KeepStateSignature(RewritePattern):
 
     op_names = frozenset({"func.func"})
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter):
-        if rw.idioms is None or rw.function not in rw.idioms.kept_signatures:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext):
+        if ctx.idioms is None or ctx.function not in ctx.idioms.kept_signatures:
             return False
-        kept_arguments, kept_results = rw.idioms.kept_signatures[rw.function]
-        convert = rw.converter.convert
+        kept_arguments, kept_results = ctx.idioms.kept_signatures[ctx.function]
+        convert = ctx.converter.convert
         olds: list[ir.Type] = []
         for block_number, block in enumerate(op.regions[0].blocks):
             for arg in block.arguments:
                 if block_number == 0 and arg.arg_number in kept_arguments:
                     continue
-                new = convert(arg.type)
+                old = arg.type
+                new = convert(old)
                 if new is not None:
-                    olds.append(arg.type)
-                    if not rw.dry_run:
-                        arg.set_type(new)
+                    olds.append(old)
+                    ctx.rewriter.set_type(arg, new, old)
         old_type = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
         inputs = [t if i in kept_arguments else (convert(t) or t) for i, t in enumerate(old_type.inputs)]
         results = [t if i in kept_results else (convert(t) or t) for i, t in enumerate(old_type.results)]
         new_type = ir.FunctionType.get(inputs, results)
         if new_type != old_type:
             olds.append(old_type)
-            if not rw.dry_run:
-                op.attributes["function_type"] = ir.TypeAttr.get(new_type)
+            ctx.rewriter.set_attribute(op, "function_type", ir.TypeAttr.get(new_type))
         if olds:
-            rw.record_narrowed(op, op.name, olds)
+            ctx.run.store.record_narrowed(op.name, ctx.function, olds, op.location)
         return KEEP_TYPES

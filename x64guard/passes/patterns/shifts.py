@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from x64guard.findings import Severity
+from x64guard.findings import Kind, Severity
+from x64guard.passes.driver import OpContext, RewritePattern
 from x64guard.passes.matching import splat_value
 from x64guard.passes.patterns.counters import counter_split, is_seed_split
-from x64guard.passes.rewriter import RewritePattern, Rewriter
 
 _SHIFTS = frozenset({"stablehlo.shift_left", "stablehlo.shift_right_logical", "stablehlo.shift_right_arithmetic"})
 
@@ -24,23 +24,23 @@ _SHIFTS = frozenset({"stablehlo.shift_left", "stablehlo.shift_right_logical", "s
 class WarnShiftByWidth(RewritePattern):
     op_names = _SHIFTS
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        if rw.converter.convert(rw.result_types[0]) is None:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+        if ctx.converter.convert(ctx.result_types[0]) is None:
             return False
         amount = splat_value(op.operands[1])
         if not isinstance(amount, int) or amount < 32:
             return False
         if counter_split(op) is not None:
-            rw.report("rng-counters", Severity.INFO, op,
-                      "iota_2x32_shape's uint64 counter split (below 2**32 elements): narrowed, the high word is 0 "
+            ctx.report(Kind.RNG_COUNTERS, Severity.INFO,
+                       "iota_2x32_shape's uint64 counter split (below 2**32 elements): narrowed, the high word is 0 "
                       "as it is in 64 bits; exact")
         elif is_seed_split(op):
-            rw.report("rng-seed", Severity.INFO, op,
-                      "threefry_seed's high word (seed >> 32) becomes 0, as in x32 JAX (a negative 64-bit seed "
-                      "gives the key x32 JAX gives its 32-bit value)")
+            ctx.report(Kind.RNG_SEED, Severity.INFO,
+                       "threefry_seed's high word (seed >> 32) becomes 0, as in x32 JAX (a negative 64-bit seed "
+                       "gives the key x32 JAX gives its 32-bit value)")
         else:
-            rw.report("shift-by-width", Severity.WARNING, op,
-                      f"shift by {amount} of a 64-bit integer becomes a shift by at least the full width of "
-                      "a 32-bit integer: every bit is shifted out (as JAX computes it with x64 off). If this "
-                      "code splits or joins 64-bit words, keep it in 64 bits (mode='allow')")
+            ctx.report(Kind.SHIFT_BY_WIDTH, Severity.WARNING,
+                       f"shift by {amount} of a 64-bit integer becomes a shift by at least the full width of "
+                       "a 32-bit integer: every bit is shifted out (as JAX computes it with x64 off). If this "
+                       "code splits or joins 64-bit words, keep it in 64 bits (mode='allow')")
         return False

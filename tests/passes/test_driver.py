@@ -1,0 +1,89 @@
+"""The driver's contract: patterns mutate only through the rewriter, a recording run
+changes nothing yet reports what a rewriting run does, and a rewriting run that leaves a
+64-bit type behind fails loudly (passes/legality.py)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from jax.extend.mlir import ir
+
+import x64guard
+from x64guard import mlir
+from x64guard.passes import NarrowX64Pass
+from x64guard.passes.driver import PassRun
+from x64guard.passes.legality import IllegalNarrowing, check_legality
+from x64guard.passes.rewriter import RecordingRewriter, RecordingRewriterCannotBuild, Rewriter
+from x64guard.passes.store import FindingsStore
+from x64guard.passes.tables import DEFAULT_TARGET, TARGET_PROFILES
+from x64guard.passes.types import TypeConverter
+
+PACKAGE = Path(x64guard.__file__).resolve().parent
+GOLDEN_RNG = Path(__file__).resolve().parent / "golden" / "rng"
+
+# Bindings that change a module. In pattern modules they may only appear as calls on a rewriter.
+_MUTATING = re.compile(r"(?<!rewriter)\.(?:set_type|erase|replace_all_uses_with|replace_all_uses_except|"
+                       r"replace_uses_of_with|move_before|move_after)\(|ir\.Operation\.create\(|"
+                       r"InsertionPoint|\.attributes\[[^\]]+\]\s*=(?!=)|\.location\s*=(?!=)")
+
+
+def test_no_pattern_mutates_a_module_except_through_its_rewriter():
+    offenders = []
+    for path in sorted((PACKAGE / "passes" / "patterns").glob("*.py")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if _MUTATING.search(code):
+                offenders.append(f"{path.name}:{number}: {line.strip()}")
+    assert offenders == []
+
+
+def test_no_dry_run_flag_anywhere_in_the_package():
+    assert [p.name for p in PACKAGE.rglob("*.py") if "dry_run" in p.read_text()] == []
+
+
+def _findings(result) -> list[tuple]:
+    return [(str(f.severity), str(f.kind), f.op, str(f.location), f.count) for f in result.findings]
+
+
+@pytest.mark.parametrize("name", ["jax_randint_x64", "jax_bits_u64_x64", "jax_uniform_2x3_not_partitionable_x64"])
+def test_recording_run_of_an_idiom_module_reports_what_rewriting_does_and_changes_nothing(name):
+    text = (GOLDEN_RNG / f"{name}.mlir").read_text()
+    recorded_module, _ = mlir.load(text)
+    before = recorded_module.operation.get_asm()
+    recorded = NarrowX64Pass(record_only=True).apply(recorded_module)
+    assert recorded_module.operation.get_asm() == before
+    rewritten_module, _ = mlir.load(text)
+    rewritten = NarrowX64Pass().apply(rewritten_module)
+    assert _findings(recorded) == _findings(rewritten)
+    assert recorded.changes == rewritten.changes and rewritten.changes
+    assert sum(recorded.recorded.values()) > 0 and not rewritten.recorded
+
+
+def test_recording_rewriter_cannot_build_ops():
+    module, _ = mlir.load("func.func @main(%x: tensor<2xf64>) -> tensor<2xf64> {\n  return %x : tensor<2xf64>\n}")
+    op = module.body.operations[0].regions[0].blocks[0].operations[0]
+    with pytest.raises(RecordingRewriterCannotBuild):
+        with RecordingRewriter().insert_before(op):
+            pass
+
+
+def test_legality_names_the_op_a_rewriting_run_left_64bit():
+    # What a bug in a rule would leave: the module as given, reported as narrowed.
+    module, _ = mlir.load("func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+                          "  %0 = stablehlo.convert %x : (tensor<2xf32>) -> tensor<2xf64>\n"
+                          "  %1 = stablehlo.convert %0 : (tensor<2xf64>) -> tensor<2xf32>\n"
+                          "  return %1 : tensor<2xf32>\n}")
+    converter = TypeConverter(module.context)
+    run = PassRun(module.context, converter, FindingsStore(converter), Rewriter(), TARGET_PROFILES[DEFAULT_TARGET],
+                  "error")
+    with module.context, ir.Location.unknown(), pytest.raises(IllegalNarrowing, match=r"stablehlo\.convert at line 2:8 of the input .*result #0 is "
+                                               r"tensor<2xf64>"):
+        check_legality(module, run)
+
+
+def test_one_walk_serves_narrow_and_check():
+    # driver.walk (pre-order, exceptions passed through) is the only call of the bindings' walk.
+    calls = [p.name for p in (PACKAGE / "passes").rglob("*.py") for _ in re.findall(r"\.walk\(", p.read_text())]
+    assert calls == ["driver.py"]

@@ -1,0 +1,199 @@
+"""The driver: rewrite patterns, the context each one is handed, and the one walk.
+
+In the style of xDSL (a `RewritePattern` per op kind) and of JAX's lowering (each rule is
+handed a `LoweringRuleContext`; here an `OpContext`: the op's name and result types, its
+function and position, and the run's converter, findings store and rewriter). Patterns
+report through the context and mutate only through `ctx.rewriter`, which is a recording
+twin in `mode='allow'` and `check`: no pattern knows which kind of run it is in.
+
+The walk is pre-order: a parent's region arguments are converted before its body is
+visited, and every value is defined before it is used in the same block, so patterns see
+their operands already narrowed (and `ctx.type_before` what they were). jaxlib's
+`rewrite.walk_and_apply_patterns` takes Python callables too, but only per op name and
+in post-order, and measured no faster than this walk when every op needs a look
+(docs/design.md, "Measured").
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+from jax.extend.mlir import ir
+
+from x64guard.findings import Kind, Severity
+from x64guard.passes.rewriter import Rewriter
+from x64guard.passes.store import FindingsStore
+from x64guard.passes.tables import TargetProfile
+from x64guard.passes.types import TypeConverter
+
+# What `match_and_rewrite` returns: falsy when it did not deal with the op; True when
+# later named patterns for the op must not run (the any-op patterns still do); KEEP_TYPES
+# when the op keeps its types: the type conversion is skipped too (the RNG state, which a
+# target profile keeps 64-bit).
+KEEP_TYPES = "keep-types"
+
+
+class RewritePattern(abc.ABC):
+    """Rewrites (or reports on) the ops named in `op_names`. One job per pattern.
+
+    A pattern with no `op_names` applies to every op, after the named ones (the generic
+    type conversion); `converts_types` says whether KEEP_TYPES skips it.
+    """
+
+    op_names: frozenset[str] = frozenset()
+    converts_types: bool = False
+
+    @abc.abstractmethod
+    def match_and_rewrite(self, op: ir.Operation, ctx: "OpContext"):
+        """Rewrite `op` through `ctx.rewriter` (or only report through `ctx.report`)."""
+
+
+@dataclass(eq=False)
+class PassRun:
+    """What one application of the pass shares between its patterns."""
+
+    context: ir.Context
+    converter: TypeConverter
+    store: FindingsStore
+    rewriter: Rewriter
+    profile: TargetProfile
+    overflow: str
+    # Set by the idiom phase (passes/idioms.py), read by the narrowing walk: ops whose
+    # types stay as they are (the RNG state a profile keeps), ops no named pattern needs
+    # to look at (their idiom is already reported), and the per-run state of the idioms.
+    kept_ops: set = field(default_factory=set)
+    claimed_ops: set = field(default_factory=set)
+    idioms: object = None
+    # Per-run caches of the patterns: narrowed splat constants per (attribute, narrowed
+    # type); what the generic rule learned about each op name.
+    splat_cache: dict = field(default_factory=dict)
+    op_info: dict = field(default_factory=dict)
+    function: str = "?"
+    op_index: int = 0
+
+
+class OpContext:
+    """What a pattern is handed for one op (built fresh for each op by the walk)."""
+
+    __slots__ = ("op", "name", "result_types", "function", "op_index", "run")
+
+    def __init__(self, op: ir.Operation, name: str, result_types: Sequence[ir.Type], run: PassRun):
+        self.op = op
+        self.name = name
+        self.result_types = result_types
+        self.function = run.function
+        self.op_index = run.op_index
+        self.run = run
+
+    @property
+    def converter(self) -> TypeConverter:
+        return self.run.converter
+
+    @property
+    def rewriter(self) -> Rewriter:
+        return self.run.rewriter
+
+    @property
+    def profile(self) -> TargetProfile:
+        return self.run.profile
+
+    @property
+    def overflow(self) -> str:
+        return self.run.overflow
+
+    @property
+    def idioms(self):
+        return self.run.idioms
+
+    def narrowed(self, t: ir.Type) -> ir.Type:
+        """`t` as it is after narrowing (operands already are, in a rewriting walk)."""
+        return self.run.converter.convert(t) or t
+
+    def type_before(self, value: ir.Value) -> ir.Type:
+        return self.run.rewriter.type_before(value)
+
+    def with_result_types(self, result_types: Sequence[ir.Type]) -> "OpContext":
+        """The same op seen with other result types (a rule that narrows an attribute as
+        a constant of another type would)."""
+        other = OpContext(self.op, self.name, result_types, self.run)
+        other.function, other.op_index = self.function, self.op_index
+        return other
+
+    def report(self, kind: Kind, severity: Severity, message: str, *, at: ir.Operation | None = None,
+               op_name: str | None = None, function: str | None = None) -> None:
+        """A finding at this op (or at `at`, another op the rule found, in `function` if it
+        is not this op's)."""
+        where = (at or self.op).location
+        self.run.store.report(kind, severity, op_name or (at.name if at is not None else self.name), where,
+                              function or self.function, self.op_index, message)
+
+    def drop_function(self, name: str) -> None:
+        """The module's function `name` is not walked, its findings are dropped, and a
+        rewriting run erases it after the walk."""
+        self.run.store.dropped_functions.add(name)
+        self.run.rewriter.erase_function(name)
+
+
+def index_patterns(patterns: Iterable[RewritePattern]) -> tuple[dict[str, tuple[RewritePattern, ...]],
+                                                                 tuple[RewritePattern, ...]]:
+    """(op name -> its patterns in order, the any-op patterns in order)."""
+    named: dict[str, list[RewritePattern]] = {}
+    any_op: list[RewritePattern] = []
+    for pattern in patterns:
+        if not pattern.op_names:
+            any_op.append(pattern)
+        for name in pattern.op_names:
+            named.setdefault(name, []).append(pattern)
+    return {name: tuple(found) for name, found in named.items()}, tuple(any_op)
+
+
+def apply_patterns(module: ir.Module, run: PassRun, patterns: Sequence[RewritePattern]) -> None:
+    """The one walk of the narrowing phase (narrow and check alike): per op, its named
+    patterns, the first that deals with it ending them, then the any-op patterns."""
+    named, any_op = index_patterns(patterns)
+    kept, claimed, store = run.kept_ops, run.claimed_ops, run.store
+    advance, skip = ir.WalkResult.ADVANCE, ir.WalkResult.SKIP
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        run.op_index += 1
+        if kept and op in kept:
+            return advance  # the RNG state: its types stay
+        name = op.name
+        if name == "func.func":
+            run.function = ir.StringAttr(op.attributes["sym_name"]).value
+            if run.function in store.dropped_functions:
+                return skip  # a restored composite's decomposition: erased after the walk
+        elif name == "func.call":
+            store.record_call(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, op.location, run.function)
+        ctx = OpContext(op, name, op.results.types, run)
+        keep_types = False
+        for pattern in named.get(name, ()) if not (claimed and op in claimed) else ():
+            outcome = pattern.match_and_rewrite(op, ctx)
+            if outcome:
+                keep_types = outcome is KEEP_TYPES
+                break
+        for pattern in any_op:
+            if not (keep_types and pattern.converts_types):
+                pattern.match_and_rewrite(op, ctx)
+        return advance
+
+    walk(module.operation, visit)
+
+
+def walk(root: ir.Operation, visit: Callable[[ir.Operation], ir.WalkResult]) -> None:
+    """Pre-order walk that lets Python exceptions through unchanged (the bindings would
+    wrap one raised inside the callback in a RuntimeError)."""
+    failure: list[BaseException] = []
+
+    def guarded(op: ir.Operation) -> ir.WalkResult:
+        try:
+            return visit(op)
+        except BaseException as exc:  # re-raised below, with its own type and traceback
+            failure.append(exc)
+            return ir.WalkResult.INTERRUPT
+
+    root.walk(guarded, ir.WalkOrder.PRE_ORDER)
+    if failure:
+        raise failure[0]
