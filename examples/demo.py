@@ -13,7 +13,6 @@ import jax.numpy as jnp
 import numpy as np
 
 import x64guard
-from x64guard._compat import compile_stablehlo, run_compiled
 
 
 def simulate(positions, velocities, steps):
@@ -78,10 +77,12 @@ def main() -> None:
         print(f"   {where}: {sum(f.count for f in findings):3} change(s) in {', '.join(ops)}"
               + (f"  [{'; '.join(what)}]" if what else ""))
 
-    print("\n== 3. run the narrowed module on the CPU, and JAX's own x32 program")
-    executable, device = compile_stablehlo(result.text)
+    print("\n== 3. run it narrowed (x64guard.jit narrows this lowering and compiles it), and JAX's own x32 program")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", x64guard.X64GuardWarning)  # the summary printed in step 2
+        narrowed = [np.asarray(o) for o in jax.tree_util.tree_leaves(
+            x64guard.jit(simulate)(positions, velocities, steps))]
     args32 = (positions.astype(np.float32), velocities.astype(np.float32), np.int32(steps))
-    narrowed = run_compiled(executable, device, args32)
     reference = [np.asarray(o) for o in jax.tree_util.tree_leaves(jax.jit(simulate)(*args32))]
     for got, want in zip(narrowed, reference):
         same = got.dtype == want.dtype and got.tobytes() == want.tobytes()
@@ -93,8 +94,7 @@ def main() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", x64guard.X64GuardWarning)
         drawn = x64guard.narrow(trace_x64(randomized, key, positions))
-    executable, device = compile_stablehlo(drawn.text)
-    (got,) = run_compiled(executable, device, (key, positions.astype(np.float32)))
+        got = np.asarray(x64guard.jit(randomized)(key, positions))
     want = np.asarray(jax.jit(randomized)(key, positions.astype(np.float32)))
     print(f"   uniform draws {'have the same bits as x32 JAX' if got.tobytes() == want.tobytes() else 'DIFFER'}; "
           f"rewritten: {sorted({f.kind for f in drawn.findings if f.kind.startswith('rng')})}")

@@ -21,6 +21,9 @@ class Severity(str, enum.Enum):
     def __str__(self) -> str:
         return self.value
 
+    def __repr__(self) -> str:   # shown as the string it compares equal to, in lists and dicts
+        return repr(self.value)
+
 
 SEVERITY_RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
 
@@ -29,6 +32,9 @@ class Kind(enum.StrEnum):
     """Every kind of finding x64guard emits: the pass, `check`, the API and the front ends.
     A kind is a stable identifier (SARIF rule ids, JSON, `[kind]` in text); `KIND_TABLE`
     says what each means and who emits it. A Finding of a kind not listed here is a bug."""
+
+    def __repr__(self) -> str:   # shown as the string it compares equal to, in lists and dicts
+        return repr(self.value)
 
     # the narrowing pass (x64guard/passes)
     TYPE_NARROWED = "type-narrowed"
