@@ -816,18 +816,9 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
     with _torch_xla_failures(path, "lowering the graph"), _xc.python_frames_recorded():  # (read when lowering too)
         bytecode = _xc.stablehlo_bytecode(out_tensors, device_str)
     ids, values = _xc.graph_inputs(out_tensors)
-    module, _ = xmlir.load(bytecode, trusted=True)   # torch-xla's own lowering, read in this process
-    text = xmlir.to_text(module)
-    _adapt_spelling(module)
-    _match_result_dtypes(module, [t.dtype for t in out_tensors])
-    seed_id = _xc.seed_id()
-    seed_index = ids.index(seed_id) if seed_id in ids else None
-    try:
-        rng = extract_rng_states(module, seed_index)
-    except RngStateError as exc:
-        raise _refusal("rng-state-source", exc.op, f"{exc}; x64guard computes torch-xla's generator states on the "
-                       "host and cannot here. Draw the random numbers outside the compiled function and pass them "
-                       "in") from None
+    module, text, seed_index, rng = _read_lowering(
+        bytecode, ids, [t.dtype for t in out_tensors],
+        ". Draw the random numbers outside the compiled function and pass them in")
     if seed_index is not None:
         if rng is None:
             raise _refusal("rng-state-source", "graph", "torch-xla's RNG seed is an input of this graph but feeds no "
@@ -1542,23 +1533,31 @@ def _pending_tensors(keep: Sequence[Any]) -> list[tuple[str, torch.Tensor, bool]
     return [item for item, pending in zip(items, flags) if pending]
 
 
-def _compile_lazy(pending: list[torch.Tensor], ids: list, values: list, mode: Mode, overflow: str,
-                  device: torch.device) -> _LazyProgram:
-    device_str = str(device)
-    _COUNTERS["traces"] += 1
-    with _torch_xla_failures("sync", "lowering the lazy graph"):
-        bytecode = _xc.stablehlo_bytecode(pending, device_str)
+def _read_lowering(bytecode: bytes, ids: list, out_dtypes: list, advice: str = ""):
+    """torch-xla's own lowering of a graph, read in this process and prepared for the pass:
+    (module, its original text, the index of torch-xla's seed among the inputs or None, the
+    generator states x64guard computes on the host or None)."""
     module, _ = xmlir.load(bytecode, trusted=True)
     text = xmlir.to_text(module)
     _adapt_spelling(module)
-    _match_result_dtypes(module, [t.dtype for t in pending])
+    _match_result_dtypes(module, out_dtypes)
     seed_id = _xc.seed_id()
     seed_index = ids.index(seed_id) if seed_id in ids else None
     try:
         rng = extract_rng_states(module, seed_index)
     except RngStateError as exc:
         raise _refusal("rng-state-source", exc.op, f"{exc}; x64guard computes torch-xla's generator states on the "
-                       "host and cannot here") from None
+                       f"host and cannot here{advice}") from None
+    return module, text, seed_index, rng
+
+
+def _compile_lazy(pending: list[torch.Tensor], ids: list, values: list, mode: Mode, overflow: str,
+                  device: torch.device) -> _LazyProgram:
+    device_str = str(device)
+    _COUNTERS["traces"] += 1
+    with _torch_xla_failures("sync", "lowering the lazy graph"):
+        bytecode = _xc.stablehlo_bytecode(pending, device_str)
+    module, text, seed_index, rng = _read_lowering(bytecode, ids, [t.dtype for t in pending])
     result = _narrow_module(module, mode, overflow, None)
     keep_wide = mode is Mode.ALLOW
     dtypes, in_types = [], []
