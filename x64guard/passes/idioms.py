@@ -52,6 +52,13 @@ class IdiomPattern(RewritePattern):
     # such anchors alone never make a recording run copy its module.
     follows_earlier_rules: bool = False
 
+    @staticmethod
+    def replace_root(ctx: OpContext, op: ir.Operation, value: ir.Value) -> None:
+        """Every use of `op`'s result becomes `value`; `op` is erased after the phase if
+        nothing uses it any more."""
+        ctx.rewriter.replace_all_uses(op.results[0], value)
+        ctx.idioms.maybe_dead.append(op)
+
 
 @dataclass
 class IdiomState:

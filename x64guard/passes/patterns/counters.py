@@ -87,12 +87,10 @@ class CounterSplit(IdiomPattern):
             zeros = splat(op.results[0].type, "ui32", 0)
             low = _in_uint32(counter, built)
         for high in users(op.results[0]):
-            rewriter.replace_all_uses(high.results[0], zeros)
-            ctx.idioms.maybe_dead.append(high)
+            self.replace_root(ctx, high, zeros)
         for user in users(counter):
             if user.name == "stablehlo.convert" and element_spelling(user.results[0].type) == "ui32":
-                rewriter.replace_all_uses(user.results[0], low)
-                ctx.idioms.maybe_dead.append(user)
+                self.replace_root(ctx, user, low)
         ctx.idioms.maybe_dead.append(op)
         ctx.report(Kind.RNG_COUNTERS, Severity.INFO,
                    f"iota_2x32_shape's uint64 counters (up to {bound}, below 2**32) computed in 32 bits: "

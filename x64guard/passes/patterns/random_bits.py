@@ -253,8 +253,7 @@ class XlaRandintWords(IdiomPattern):
             low, high = part(low_at), part(high_at)
             remainder = _remainder_of_pair(high, low, convert(span, _NARROW_WORD))
             wide = convert(remainder, "ui64")
-        ctx.rewriter.replace_all_uses(op.results[0], wide)
-        ctx.idioms.maybe_dead.append(op)
+        self.replace_root(ctx, op, wide)
         ctx.report(Kind.RNG_RANDINT, Severity.INFO,
                   "torch-xla's integer draw (64-bit words % span) computed in 32 bits: the same words drawn as "
                   "uint32 pairs from the same state, the remainder by long division; exact")
@@ -363,8 +362,7 @@ class JaxFloatsFromBits(IdiomPattern):
                 bits = stablehlo.or_(mantissa, splat(word.type, "ui32", one_32))
                 floats = stablehlo.bitcast_convert(tensor_type(word.type, "f32"), bits)
                 wide = convert(floats, "f64")
-            ctx.rewriter.replace_all_uses(op.results[0], wide)
-            ctx.idioms.maybe_dead.append(op)
+            self.replace_root(ctx, op, wide)
             ctx.report(Kind.RNG_FLOATS, Severity.INFO,
                       "float64 uniform bits (w >> 12 | bits of 1.0) built as x32 JAX builds float32 ones "
                       "(w >> 9 | 0x3F800000)")
@@ -401,8 +399,7 @@ class XlaFloatsFromBits(IdiomPattern):
             floats = convert(mantissa, "f32")
             product = stablehlo.multiply(floats, splat(floats.type, "f32", scale_32))
             wide = convert(product, "f64")
-        ctx.rewriter.replace_all_uses(scale.results[0], wide)
-        ctx.idioms.maybe_dead.append(scale)
+        self.replace_root(ctx, scale, wide)
         ctx.report(Kind.RNG_FLOATS, Severity.INFO,
                   "float64 uniforms (convert(w >> 12) * 2**-52) built as the float32 graph builds them "
                   "(convert(w >> 9) * 2**-23)")
