@@ -191,8 +191,10 @@ def _dispatch_dtype(x):
 def _widened_spec(spec: jax.ShapeDtypeStruct, uint32: bool = True) -> jax.ShapeDtypeStruct:
     """`spec` at 64 bits (uint32 too unless `uint32` is false): the fallback traces of code
     written for 64-bit inputs."""
-    dtype = spec.dtype if _compat.is_extended_dtype(spec.dtype) else np.dtype(spec.dtype)
-    if _compat.is_extended_dtype(dtype) or dtype not in _WIDEST or (dtype == np.uint32 and not uint32):
+    if _compat.is_extended_dtype(spec.dtype):
+        return spec
+    dtype = np.dtype(spec.dtype)
+    if dtype not in _WIDEST or (dtype == np.uint32 and not uint32):
         return spec
     return jax.ShapeDtypeStruct(spec.shape, _WIDEST[dtype], weak_type=spec.weak_type, sharding=spec.sharding)
 
