@@ -13,7 +13,7 @@ from jax.extend.mlir import ir
 import x64guard
 from x64guard import mlir
 from x64guard.passes import NarrowX64Pass
-from x64guard.passes.driver import PassRun
+from x64guard.passes.driver import KEEP_TYPES, PassRun, RewritePattern, collect
 from x64guard.passes.legality import IllegalNarrowing, check_legality
 from x64guard.passes.rewriter import RecordingRewriter, RecordingRewriterCannotBuild, Rewriter
 from x64guard.passes.store import FindingsStore
@@ -87,3 +87,45 @@ def test_one_walk_serves_narrow_and_check():
     # driver.walk (pre-order, exceptions passed through) is the only call of the bindings' walk.
     calls = [p.name for p in (PACKAGE / "passes").rglob("*.py") for _ in re.findall(r"\.walk\(", p.read_text())]
     assert calls == ["driver.py"]
+
+
+class _KeepsConvertTypes(RewritePattern):
+    """What a buggy rule would do: claim a convert and keep its 64-bit result."""
+
+    op_names = frozenset({"stablehlo.convert"})
+
+    def match_and_rewrite(self, op, ctx):
+        return KEEP_TYPES
+
+
+def test_the_walk_checks_each_op_after_its_rules_and_raises_for_a_rule_that_left_64bit():
+    module, _ = mlir.load("func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+                          "  %0 = stablehlo.convert %x : (tensor<2xf32>) -> tensor<2xf64>\n"
+                          "  %1 = stablehlo.sine %0 : tensor<2xf64>\n"
+                          "  %2 = stablehlo.convert %1 : (tensor<2xf64>) -> tensor<2xf32>\n"
+                          "  return %2 : tensor<2xf32>\n}")
+    with pytest.raises(IllegalNarrowing, match=r"stablehlo\.convert at line 2:8 of the input .*result #0 is "
+                                               r"tensor<2xf64>"):
+        NarrowX64Pass(extra_patterns=[_KeepsConvertTypes()]).apply(module)
+
+
+def test_a_recording_run_does_not_check_legality():
+    module, _ = mlir.load("func.func @main(%x: tensor<2xf32>) -> tensor<2xf64> {\n"
+                          "  %0 = stablehlo.convert %x : (tensor<2xf32>) -> tensor<2xf64>\n"
+                          "  return %0 : tensor<2xf64>\n}")
+    result = NarrowX64Pass(record_only=True, extra_patterns=[_KeepsConvertTypes()]).apply(module)
+    assert result.changes  # the function's signature still counts
+
+
+def test_the_walk_reads_each_op_once_in_walk_order_and_skips_a_dropped_function():
+    # Collected once; a function dropped during the walk (a restored composite's
+    # decomposition) is not looked at, and its findings are dropped.
+    module, _ = mlir.load("func.func private @decomposition(%x: tensor<f64>) -> tensor<f64> {\n"
+                          "  return %x : tensor<f64>\n}\n"
+                          "func.func @main(%x: tensor<f64>) -> tensor<f64> {\n"
+                          "  %0 = stablehlo.negate %x : tensor<f64>\n"
+                          "  return %0 : tensor<f64>\n}")
+    walked = collect(module)
+    assert walked.names == ["builtin.module", "func.func", "func.return", "func.func", "stablehlo.negate",
+                            "func.return"]
+    assert walked.functions == ["?", "decomposition", "decomposition", "main", "main", "main"]

@@ -6,12 +6,14 @@ function and position, and the run's converter, findings store and rewriter). Pa
 report through the context and mutate only through `ctx.rewriter`, which is a recording
 twin in `mode='allow'` and `check`: no pattern knows which kind of run it is in.
 
-The walk is pre-order: a parent's region arguments are converted before its body is
-visited, and every value is defined before it is used in the same block, so patterns see
-their operands already narrowed (and `ctx.type_before` what they were). jaxlib's
+The module is walked once (`collect`: pre-order) and both phases read that list. In
+pre-order a parent's region arguments are converted before its body is visited, and every
+value is defined before it is used in the same block, so patterns see their operands
+already narrowed (and `ctx.type_before` what they were). jaxlib's
 `rewrite.walk_and_apply_patterns` takes Python callables too, but only per op name and
-in post-order, and measured no faster than this walk when every op needs a look
-(docs/design.md, "Measured").
+in post-order, and measured no faster than this walk when every op needs a look; the
+bindings' `walk(op_class=...)` filter costs more than an unfiltered walk (docs/design.md,
+"Measured").
 """
 
 from __future__ import annotations
@@ -75,7 +77,9 @@ class PassRun:
 
 
 class OpContext:
-    """What a pattern is handed for one op (built fresh for each op by the walk)."""
+    """What a pattern is handed for one op. The narrowing phase points one context at each
+    op in turn (building one per op costs more than most rules): a pattern uses it while
+    it deals with its op and keeps no reference to it."""
 
     __slots__ = ("op", "name", "result_types", "function", "op_index", "run")
 
@@ -149,25 +153,65 @@ def index_patterns(patterns: Iterable[RewritePattern]) -> tuple[dict[str, tuple[
     return {name: tuple(found) for name, found in named.items()}, tuple(any_op)
 
 
-def apply_patterns(module: ir.Module, run: PassRun, patterns: Sequence[RewritePattern]) -> None:
-    """The one walk of the narrowing phase (narrow and check alike): per op, its named
-    patterns, the first that deals with it ending them, then the any-op patterns."""
-    named, any_op = index_patterns(patterns)
-    kept, claimed, store = run.kept_ops, run.claimed_ops, run.store
-    advance, skip = ir.WalkResult.ADVANCE, ir.WalkResult.SKIP
+@dataclass(eq=False)
+class WalkedOps:
+    """A module's ops in walk order (pre-order), each with its name and the function it is
+    in (the last `func.func` the walk entered), read once by `collect`: the idiom phase
+    looks for its anchors in `names`, and the narrowing phase iterates the lists instead of
+    walking again (a walk costs more than the work on most ops). Valid while no op of the
+    module is erased or inserted: a phase that changes the module's ops collects again."""
+
+    ops: list
+    names: list
+    functions: list
+
+
+def collect(module: ir.Module) -> WalkedOps:
+    """The one walk of the bindings that a pass application needs (two when the idiom
+    phase rewrote something)."""
+    ops: list[ir.Operation] = []
+    names: list[str] = []
+    functions: list[str] = []
+    add_op, add_name, add_function = ops.append, names.append, functions.append
+    function = "?"
+    advance = ir.WalkResult.ADVANCE
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        run.op_index += 1
-        if kept and op in kept:
-            return advance  # the RNG state: its types stay
+        nonlocal function
         name = op.name
         if name == "func.func":
-            run.function = ir.StringAttr(op.attributes["sym_name"]).value
-            if run.function in store.dropped_functions:
-                return skip  # a restored composite's decomposition: erased after the walk
-        elif name == "func.call":
-            store.record_call(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, op.location, run.function)
-        ctx = OpContext(op, name, op.results.types, run)
+            function = ir.StringAttr(op.attributes["sym_name"]).value
+        add_op(op)
+        add_name(name)
+        add_function(function)
+        return advance
+
+    walk(module.operation, visit)
+    return WalkedOps(ops, names, functions)
+
+
+def apply_patterns(walked: WalkedOps, run: PassRun, patterns: Sequence[RewritePattern],
+                   check_op: Callable[[ir.Operation, str, str], None] | None = None) -> None:
+    """The narrowing phase (narrow and check alike), over the ops in walk order: per op,
+    its named patterns, the first that deals with it ending them, then the any-op patterns,
+    then `check_op` (the legality check of a rewriting run: passes/legality.py).
+
+    Patterns change the op they are handed and defer erasures to `Rewriter.finish`, so
+    every op collected stays valid; ops of a function a pattern drops are not looked at."""
+    named, any_op = index_patterns(patterns)
+    kept, claimed, store = run.kept_ops, run.claimed_ops, run.store
+    dropped = store.dropped_functions
+    ctx = OpContext(None, "", (), run)  # one context, pointed at each op in turn
+    index = 0
+    for op, name, function in zip(walked.ops, walked.names, walked.functions):
+        index += 1
+        if dropped and function in dropped and name != "builtin.module":
+            continue  # a restored composite's decomposition: erased after the walk
+        if kept and op in kept:
+            continue  # the RNG state: its types stay
+        if name == "func.call":
+            store.record_call(op.attributes["callee"].value, op.location, function)
+        ctx.op, ctx.name, ctx.result_types, ctx.function, ctx.op_index = op, name, op.results.types, function, index
         keep_types = False
         for pattern in named.get(name, ()) if not (claimed and op in claimed) else ():
             outcome = pattern.match_and_rewrite(op, ctx)
@@ -177,9 +221,8 @@ def apply_patterns(module: ir.Module, run: PassRun, patterns: Sequence[RewritePa
         for pattern in any_op:
             if not (keep_types and pattern.converts_types):
                 pattern.match_and_rewrite(op, ctx)
-        return advance
-
-    walk(module.operation, visit)
+        if check_op is not None:
+            check_op(op, name, function)
 
 
 def walk(root: ir.Operation, visit: Callable[[ir.Operation], ir.WalkResult]) -> None:

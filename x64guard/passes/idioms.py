@@ -29,7 +29,7 @@ from typing import Sequence
 
 from jax.extend.mlir import ir
 
-from x64guard.passes.driver import OpContext, PassRun, RewritePattern, walk
+from x64guard.passes.driver import OpContext, PassRun, RewritePattern, WalkedOps, collect
 from x64guard.passes.rewriter import Rewriter
 
 # Ops an idiom rule may leave without uses and that the phase may then erase: side-effect
@@ -92,16 +92,17 @@ class IdiomPhase:
             for name in pattern.op_names:
                 self._by_anchor.setdefault(name, []).append(pattern)
 
-    def apply(self, module: ir.Module, run: PassRun) -> ir.Module:
-        """Rewrite the idioms of `module`, or of a scratch copy in a recording run; returns
-        the module the narrowing walk must read."""
-        found, independent = self._anchored_ops(module, run)
+    def apply(self, module: ir.Module, run: PassRun, walked: WalkedOps) -> tuple[ir.Module, WalkedOps]:
+        """Rewrite the idioms of `module` (whose ops `walked` lists), or of a scratch copy in
+        a recording run; returns the module the narrowing phase must read, and its ops."""
+        found, independent = self._anchored_ops(walked, run)
         if not independent:
-            return module  # nothing a rule could start from
+            return module, walked  # nothing a rule could start from: the module is as it was
+        _record_calls(walked, run)  # a rule may bypass a call: findings still name its call site
         phase = run
         if not run.rewriter.mutates:
             module = run.rewriter.scratch_copy(module)
-            found, _ = self._anchored_ops(module, run)
+            found, _ = self._anchored_ops(collect(module), run)
             # The same run (findings, kept ops, idiom state), rewriting the copy.
             phase = dataclasses.replace(run, rewriter=Rewriter())
         run.idioms = phase.idioms = state = IdiomState(module=module.operation, functions=_functions(module))
@@ -112,39 +113,32 @@ class IdiomPhase:
                         phase.function, phase.op_index = function, index
                         pattern.match_and_rewrite(op, OpContext(op, op.name, op.results.types, phase))
             _erase_dead(state, phase.rewriter)
-        return module
+        return module, collect(module)  # ops were inserted and erased: collected afresh
 
-    def _anchored_ops(self, module: ir.Module, run: PassRun) -> tuple[list[tuple[ir.Operation, str, int]], bool]:
+    def _anchored_ops(self, walked: WalkedOps, run: PassRun) -> tuple[list[tuple[ir.Operation, str, int]], bool]:
         """(op, enclosing function, walk position) for every op some rule may match, in
-        walk order, and whether any rule that needs no earlier rewrite may match. Calls are
-        recorded on the way (a rule may bypass one), so that findings in JAX's private
-        functions name the user's line that called them."""
+        walk order, and whether any rule that needs no earlier rewrite may match."""
         by_anchor = self._by_anchor
         element = run.converter.element_spelling
-        store = run.store
         found: list[tuple[ir.Operation, str, int]] = []
         independent = False
-        function, index = "?", 0
-
-        def visit(op: ir.Operation) -> ir.WalkResult:
-            nonlocal independent, function, index
-            index += 1
-            name = op.name
-            if name == "func.func":
-                function = ir.StringAttr(op.attributes["sym_name"]).value
-            elif name == "func.call":
-                store.record_call(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, op.location, function)
+        for index, name in enumerate(walked.names):
             patterns = by_anchor.get(name)
-            if patterns is not None:
-                spelling = element(op.results[0].type) if len(op.results) else None
-                wanted = [p for p in patterns if p.result_elements is None or spelling in p.result_elements]
-                if wanted:
-                    found.append((op, function, index))
-                    independent = independent or any(not p.follows_earlier_rules for p in wanted)
-            return ir.WalkResult.ADVANCE
-
-        walk(module.operation, visit)
+            if patterns is None:
+                continue
+            op = walked.ops[index]
+            spelling = element(op.results[0].type) if len(op.results) else None
+            wanted = [p for p in patterns if p.result_elements is None or spelling in p.result_elements]
+            if wanted:
+                found.append((op, walked.functions[index], index + 1))
+                independent = independent or any(not p.follows_earlier_rules for p in wanted)
         return found, independent
+
+
+def _record_calls(walked: WalkedOps, run: PassRun) -> None:
+    for op, name, function in zip(walked.ops, walked.names, walked.functions):
+        if name == "func.call":
+            run.store.record_call(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, op.location, function)
 
 
 def _functions(module: ir.Module) -> dict[str, ir.Operation]:

@@ -7,88 +7,141 @@ Everything else a value or a type attribute carries must have narrowed. A failur
 in x64guard: an internal error naming the op, never a silent return (as IREE's
 `applyFullConversion` proves a conversion legal).
 
-Only run when the pass refused nothing: a refused module is not narrowed by design.
+The pass checks each op during its one walk, right after the op's rules ran (and the ops
+rules created, after the walk): no second walk. A failure only counts when the pass
+refused nothing: a refused module is not narrowed by design.
 """
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from jax.extend.mlir import ir
 
 from x64guard.errors import X64GuardError
-from x64guard.passes.driver import PassRun, walk
+from x64guard.passes.driver import PassRun, collect
 from x64guard.passes.locations import LocationResolver
-from x64guard.passes.tables import CHECK_DIALECT_OPS, TYPE_ATTR_FREE_DIALECTS
+from x64guard.passes.tables import CHECK_DIALECT_OPS, never_has_type_attributes
 
 
 class IllegalNarrowing(X64GuardError):
     """x64guard left a 64-bit type it should have narrowed: a bug in x64guard."""
 
 
-def check_legality(module: ir.Module, run: PassRun) -> None:
-    """Raise IllegalNarrowing at the first op (in walk order) that still has a 64-bit type
-    outside what the run keeps."""
-    converter = run.converter
-    kept = run.kept_ops
-    signatures = getattr(run.idioms, "kept_signatures", None) or {}
-    wide: dict[ir.Type, bool] = {}  # type -> still 64-bit (types are uniqued: few distinct ones)
-    type_attributes: dict[str, bool] = {}  # op name -> may carry TypeAttrs
-    context = module.context
-    function = ["?"]
-    advance = ir.WalkResult.ADVANCE
+class Legality:
+    """The check, op by op: `check_op` right after the narrowing phase's patterns dealt
+    with the op (every op the module keeps is collected before that phase; it reads the
+    op's types again, as they are now, whatever the patterns did), `check_ops` for ops a
+    pattern created during the phase (which the walk never reaches). The first failure
+    is kept, not raised: a module with refusals is not narrowed by design, and the pass
+    only knows at the end whether it refused something (`raise_first`)."""
 
-    def is_wide(t: ir.Type) -> bool:
-        found = wide.get(t)
+    def __init__(self, run: PassRun) -> None:
+        self._converter = run.converter
+        self._kept = run.kept_ops
+        self._signatures = getattr(run.idioms, "kept_signatures", None) or {}
+        self._context = run.context
+        self._wide: dict[ir.Type, bool] = {}  # type -> still 64-bit (types are uniqued: few distinct ones)
+        self._type_attributes: dict[str, bool] = {}  # op name -> may carry TypeAttrs
+        # op name -> only its results can hold a type (registered, no regions, no TypeAttrs)
+        self._plain: dict[str, bool] = {}
+        self.failure: tuple[ir.Operation, str, str] | None = None
+
+    def _is_wide(self, t: ir.Type) -> bool:
+        found = self._wide.get(t)
         if found is None:
-            found = wide[t] = converter.convert(t) is not None or t in converter.unsupported
+            converter = self._converter
+            found = self._wide[t] = converter.convert(t) is not None or t in converter.unsupported
         return found
 
-    def is_convertible(t: ir.Type) -> bool:
-        return converter.convert(t) is not None
+    def _is_convertible(self, t: ir.Type) -> bool:
+        return self._converter.convert(t) is not None
 
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if kept and op in kept:
-            return advance
+    def check_op(self, op: ir.Operation, name: str, function: str) -> None:
+        """Check `op` as it is now (called for every op: written for speed)."""
+        if self.failure is not None:
+            return
+        wide = self._wide
+        for t in op.results.types:
+            if wide.get(t) is not False:  # 64-bit, or a type not seen yet
+                self._check_results(op, function)
+                break
+        plain = self._plain.get(name)
+        if plain is None:
+            plain = self._plain[name] = (never_has_type_attributes(name) and name not in CHECK_DIALECT_OPS
+                                         and self._context.is_registered_operation(name) and not len(op.regions))
+        if not plain:
+            self._check_structure(op, name, function)
+
+    def _check_results(self, op: ir.Operation, function: str) -> None:
         for index, t in enumerate(op.results.types):
-            if is_wide(t):
-                _fail(op, f"result #{index} is {t}", function[0])
-        name = op.name
+            if self._is_wide(t) and self.failure is None:
+                self.failure = (op, f"result #{index} is {t}", function)
+
+    def _check_structure(self, op: ir.Operation, name: str, function: str) -> None:
+        """Block arguments, type attributes and `check` expectations."""
+        if self.failure is not None:
+            return
         kept_arguments: frozenset = frozenset()
-        if name == "func.func":
-            function[0] = ir.StringAttr(op.attributes["sym_name"]).value
-            if function[0] in signatures:
-                kept_arguments = signatures[function[0]][0]
+        signature = self._signatures.get(function) if name == "func.func" else None
+        if signature is not None:
+            kept_arguments = signature[0]
         if len(op.regions):
             for region in op.regions:
                 for number, block in enumerate(region.blocks):
                     for arg in block.arguments:
-                        if is_wide(arg.type) and not (number == 0 and arg.arg_number in kept_arguments):
-                            _fail(op, f"a block argument (#{arg.arg_number}) is {arg.type}", function[0])
-        may_have = type_attributes.get(name)
+                        if self._is_wide(arg.type) and not (number == 0 and arg.arg_number in kept_arguments):
+                            self.failure = (op, f"a block argument (#{arg.arg_number}) is {arg.type}", function)
+                            return
+        may_have = self._type_attributes.get(name)
         if may_have is None:
-            may_have = type_attributes[name] = not (name.startswith(TYPE_ATTR_FREE_DIALECTS)
-                                                    and context.is_registered_operation(name))
+            may_have = self._type_attributes[name] = not (never_has_type_attributes(name)
+                                                          and self._context.is_registered_operation(name))
         if may_have:
             # TypeAttrs: only types the converter rebuilds. A foreign type mentioning f64
             # (`!foo.bar<f64>`) in an attribute is opaque data the pass leaves as it is
             # (values of such types are refused by the generic rule instead).
-            _check_type_attributes(op, name, is_convertible, signatures.get(function[0]) if name == "func.func" else None,
-                                   function[0])
-        if name in CHECK_DIALECT_OPS and CHECK_DIALECT_OPS[name] and CHECK_DIALECT_OPS[name] in op.attributes:
+            what = _wide_type_attribute(op, self._is_convertible, signature)
+            if what is not None:
+                self.failure = (op, what, function)
+                return
+        expected = CHECK_DIALECT_OPS.get(name)
+        if expected and expected in op.attributes:
             try:
-                value = op.attributes[CHECK_DIALECT_OPS[name]]
+                value = op.attributes[expected]
             except TypeError:  # complex dense attributes cannot be read: their type is in the text
                 value = None
             # Only an expected value of the checked operand's type narrows with it (one of
             # another type is left as it is: patterns/check_ops.py).
-            if isinstance(value, ir.DenseElementsAttr) and is_wide(value.type) and len(op.operands) == 1 \
-                    and op.operands[0].type == converter.convert(value.type):
-                _fail(op, f"its expected value is {value.type}", function[0])
-        return advance
+            if isinstance(value, ir.DenseElementsAttr) and self._is_wide(value.type) and len(op.operands) == 1 \
+                    and op.operands[0].type == self._converter.convert(value.type):
+                self.failure = (op, f"its expected value is {value.type}", function)
 
-    walk(module.operation, visit)
+    def check_ops(self, ops: Iterable[ir.Operation], function: str = "?") -> None:
+        for op in ops:
+            if not (self._kept and op in self._kept):
+                self.check_op(op, op.name, function)
+
+    def raise_first(self) -> None:
+        """Raise IllegalNarrowing for the first op that failed, if one did."""
+        if self.failure is not None:
+            op, what, function = self.failure
+            _fail(op, what, function)
 
 
-def _check_type_attributes(op: ir.Operation, name: str, is_wide, signature, function: str) -> None:
+def check_legality(module: ir.Module, run: PassRun) -> None:
+    """The whole module, walked on its own (for tests and debugging; the pass checks op
+    by op during its walk): raise IllegalNarrowing at the first op, in walk order, that
+    still has a 64-bit type outside what the run keeps."""
+    legality = Legality(run)
+    walked = collect(module)
+    for op, name, function in zip(walked.ops, walked.names, walked.functions):
+        if not (run.kept_ops and op in run.kept_ops):
+            legality.check_op(op, name, function)
+    legality.raise_first()
+
+
+def _wide_type_attribute(op: ir.Operation, is_wide, signature) -> str | None:
     attributes = op.attributes
     for attr_name in list(attributes):
         try:
@@ -103,7 +156,8 @@ def _check_type_attributes(op: ir.Operation, name: str, is_wide, signature, func
             if not any(is_wide(t) for i, t in enumerate(function_type.inputs) if i not in kept_arguments) \
                     and not any(is_wide(t) for i, t in enumerate(function_type.results) if i not in kept_results):
                 continue
-        _fail(op, f"its attribute {attr_name} is {attr.value}", function)
+        return f"its attribute {attr_name} is {attr.value}"
+    return None
 
 
 def _fail(op: ir.Operation, what: str, function: str) -> None:

@@ -24,7 +24,8 @@ _NAME_LOC = ir.NameLoc
 _CALL_SITE_LOC = ir.CallSiteLoc
 _FUSED_LOC = ir.FusedLoc
 _UNKNOWN_LOC = ir.UnknownLoc
-_INPUT_FILES = frozenset({"", "-"})
+_INPUT_FILES = ("-", "")  # the parser's file names, the usual one first
+_FILE_AT = ir.Location.file
 
 
 def file_location(file: str, line: int, column: int) -> Location:
@@ -44,6 +45,18 @@ class LocationResolver:
 
     def __init__(self) -> None:
         self._cache: dict[ir.Attribute, tuple[Location | None, str | None]] = {}
+
+    def is_input_position(self, location: ir.FileLineColLoc) -> bool:
+        """Whether a file location is the parser's position in the input text (`"-"` or
+        `""` as its file), told without reading its file name: the bindings' `filename`
+        aborts the process on a name that is not valid UTF-8 (below), and printing the
+        location to check first costs twice as much as building the parser's own location
+        at the same line and column and comparing (locations are uniqued)."""
+        line, column, context = location.start_line, location.start_col, location.context
+        for name in _INPUT_FILES:
+            if _FILE_AT(name, line, column, context=context) == location:
+                return True
+        return False
 
     def resolve(self, location: ir.Location) -> Location | None:
         """The source (or input) position of `location`, or None when it has none."""

@@ -14,9 +14,9 @@ from typing import Sequence
 from jax.extend.mlir import ir
 
 from x64guard.findings import Finding, Severity
-from x64guard.passes.driver import PassRun, RewritePattern, apply_patterns
+from x64guard.passes.driver import PassRun, RewritePattern, apply_patterns, collect
 from x64guard.passes.idioms import IdiomPhase
-from x64guard.passes.legality import check_legality
+from x64guard.passes.legality import Legality
 from x64guard.passes.patterns import CONVERT_TYPES, IDIOM_PATTERNS, SPECIAL_PATTERNS
 from x64guard.passes.patterns.counters import CounterSplit
 from x64guard.passes.patterns.dtype_constants import ReplaceDtypeConstants
@@ -40,9 +40,9 @@ class NarrowX64Pass:
 
     Two phases: idioms whose 32-bit meaning is not their narrowed types (JAX's random
     numbers) are first rewritten into the form x32 JAX traces (`passes/idioms.py`); then
-    one walk applies the named rules and the generic type conversion to every op
-    (`passes/driver.py`). A rewriting run then proves that no 64-bit type is left
-    (`passes/legality.py`). `profile` (a row of `tables.TARGET_PROFILES`) says what the
+    the named rules and the generic type conversion are applied to every op, in the order
+    of the module's one walk (`passes/driver.py`), and a rewriting run checks each op
+    right after, proving that no 64-bit type is left (`passes/legality.py`). `profile` (a row of `tables.TARGET_PROFILES`) says what the
     target keeps (the RNG state).
 
     Options: `overflow` (error | saturate | wrap) for constants the 32-bit type cannot hold;
@@ -80,13 +80,15 @@ class NarrowX64Pass:
         store = FindingsStore(converter)
         rewriter = RecordingRewriter() if self.record_only else Rewriter()
         run = PassRun(module.context, converter, store, rewriter, self.profile, self.overflow)
-        module = self._idioms.apply(module, run)
+        module, walked = self._idioms.apply(module, run, collect(module))
         with module.context, ir.Location.unknown(module.context):
             run.function, run.op_index = "?", 0
-            apply_patterns(module, run, self.patterns)
-            rewriter.finish(module)
+            legality = Legality(run) if rewriter.mutates else None
+            apply_patterns(walked, run, self.patterns, legality.check_op if legality else None)
+            created = rewriter.finish(module)
             findings = store.findings(self.types, all_positions=self.all_positions, errors_note=self.errors_note)
-            if rewriter.mutates and not any(f.severity is Severity.ERROR for f in findings):
-                check_legality(module, run)
+            if legality is not None and not any(f.severity is Severity.ERROR for f in findings):
+                legality.check_ops(created)
+                legality.raise_first()
         return PassResult(findings=findings, changes=store.changes(),
                           recorded=getattr(rewriter, "recorded", Counter()))

@@ -75,7 +75,9 @@ class Rewriter:
         """After the walk, the module's function `name` is erased."""
         self._erased_functions.add(name)
 
-    def finish(self, module: ir.Module) -> None:
+    def finish(self, module: ir.Module) -> list[ir.Operation]:
+        """Carry out the deferred changes; returns the ops `replace_op` created (the walk
+        never reached them: the legality check looks at them here)."""
         # The operand is read only now, in walk order: when `op` forwards the result of
         # an op forwarded before it (convert(convert(x))), its operand already is `x`.
         # Holding the Value from walk time would dangle once its producer is erased.
@@ -83,10 +85,12 @@ class Rewriter:
             op.results[0].replace_all_uses_with(op.operands[0])
             op.erase()
         self._forwarded.clear()
+        created = []
         for op, replacement in self._replaced:
             for old, new in zip(op.results, replacement.results):
                 old.replace_all_uses_with(new)
             op.erase()
+            created.append(replacement)
         self._replaced.clear()
         if self._erased_functions:
             for op in list(module.body.operations):
@@ -94,6 +98,7 @@ class Rewriter:
                 if op.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value in self._erased_functions:
                     op.erase()
             self._erased_functions.clear()
+        return created
 
     # --- immediately (the idiom phase rewrites before the walk) ---------------------------
     @contextlib.contextmanager
@@ -159,8 +164,8 @@ class RecordingRewriter(Rewriter):
     def erase_function(self, name: str) -> None:
         self.recorded["erase_function"] += 1
 
-    def finish(self, module: ir.Module) -> None:
-        pass
+    def finish(self, module: ir.Module) -> list[ir.Operation]:
+        return []
 
     def insert_before(self, op: ir.Operation):
         raise RecordingRewriterCannotBuild("x64guard internal error: a recording run cannot insert ops")

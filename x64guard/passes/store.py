@@ -57,6 +57,26 @@ class _Group:
         self.ops = 0
 
 
+def _distinct(locations: list) -> list[tuple[ir.Location, int]]:
+    """(location, how many times) in order of first appearance, for locations that are
+    placed the same way every time (MLIR uniques them: JAX's unrolled loops repeat a few
+    hundred over thousands of ops), so that each is resolved and grouped once. File
+    locations stay one by one: without a source they are parser positions, each its own."""
+    out: list = []
+    seen: dict = {}
+    for location in locations:
+        if type(location) is _FILE_LOC or type(location) is _UNKNOWN_LOC:
+            out.append([location, 1])
+            continue
+        attr = location.attr
+        entry = seen.get(attr)
+        if entry is None:
+            entry = seen[attr] = [location, 0]
+            out.append(entry)
+        entry[1] += 1
+    return out
+
+
 class FindingsStore:
     """Collects reports and narrowed types; `findings()` groups and resolves them."""
 
@@ -139,17 +159,22 @@ class FindingsStore:
             if function in self.dropped_functions:
                 continue
             keys = [change_key(old) for old in (olds if isinstance(olds, tuple) else (olds,))]
-            for location in places:
+            counts: dict = {}  # group key -> ops of this record placed there
+            for location, repeated in _distinct(places):
                 place, position = self._place(location, function, None)
                 key = (op_name, place)
                 group = groups.get(key)
                 if group is None:
                     group = groups[key] = _Group()
                     group.changes = Counter()
-                group.changes.update(keys)
-                group.ops += 1
+                counts[key] = counts.get(key, 0) + repeated
                 if position is not None and (listed is None or len(group.positions) < listed):
                     group.positions.append(position)
+            for key, count in counts.items():
+                group = groups[key]
+                group.ops += count
+                for change in keys:
+                    group.changes[change] += count
         for (op_name, place), group in groups.items():
             summary = ", ".join(k + (f" x{n}" if n > 1 else "") for k, n in sorted(group.changes.items()))
             group.count = sum(group.changes.values())
@@ -163,9 +188,11 @@ class FindingsStore:
         without."""
         kind = type(location)
         if kind is _FILE_LOC:
+            if self._resolver.is_input_position(location):
+                return ("in", function), location  # a parser position: resolved only if listed
             where = self._resolver.resolve(location)  # read safely (locations.py), cached per location
             if where is None or where.input_position:
-                return ("in", function), location  # a parser position: resolved only if listed
+                return ("in", function), location
             return where, None
         if kind is not _UNKNOWN_LOC:
             where = self._resolver.resolve(location)

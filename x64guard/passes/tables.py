@@ -270,8 +270,16 @@ DEFAULT_TARGET = "x32"
 # before a bitcast to float64.
 FLOAT64_ONE_BITS = 0x3FF0000000000000
 
-# Dialects whose ops never carry a TypeAttr: the generic rule skips their attributes.
+# Dialects whose ops never carry a TypeAttr and have a fixed number of regions, and ops of
+# other dialects that have neither (func.call and func.return are a tenth of a JAX module):
+# the generic rule and the legality check skip their attributes.
 TYPE_ATTR_FREE_DIALECTS: tuple[str, ...] = ("stablehlo.", "chlo.", "sdy.", "mhlo.", "vhlo.")
+TYPE_ATTR_FREE_OPS: frozenset[str] = frozenset({"func.call", "func.return"})
+
+
+def never_has_type_attributes(op_name: str) -> bool:
+    """True for a (registered) op that never carries a TypeAttr and whose region count is fixed."""
+    return op_name.startswith(TYPE_ATTR_FREE_DIALECTS) or op_name in TYPE_ATTR_FREE_OPS
 
 # ---- Random numbers: the 64-bit idioms of jax.random / torch-xla and their 32-bit forms ----
 # (patterns/random_bits.py, patterns/counters.py, patterns/rng_state.py)

@@ -15,7 +15,7 @@ from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
 from x64guard.passes.driver import OpContext, RewritePattern
-from x64guard.passes.tables import CHECK_DIALECT_OPS, CONSTANT_OPS, TYPE_ATTR_FREE_DIALECTS
+from x64guard.passes.tables import CHECK_DIALECT_OPS, CONSTANT_OPS, never_has_type_attributes
 
 _MISSING = object()
 
@@ -32,7 +32,7 @@ class ConvertOpTypes(RewritePattern):
         fixed region count and never a TypeAttr, so most ops skip both looks."""
         # Ops of StableHLO's test `check` dialect are not registered, but known.
         unregistered = not ctx.run.context.is_registered_operation(name) and name not in CHECK_DIALECT_OPS
-        fixed_shape = name.startswith(TYPE_ATTR_FREE_DIALECTS) and not unregistered
+        fixed_shape = never_has_type_attributes(name) and not unregistered
         info = (not fixed_shape or len(op.regions) > 0,
                 name not in CONSTANT_OPS and not fixed_shape,
                 unregistered)
@@ -48,8 +48,8 @@ class ConvertOpTypes(RewritePattern):
         rewriter = run.rewriter
         result_types = ctx.result_types
         olds = None
-        index = 0
-        for old in result_types:
+        single = len(result_types) == 1
+        for index, old in enumerate(result_types):
             new = cache.get(old, _MISSING)
             if new is _MISSING:
                 new = converter.convert(old)
@@ -58,10 +58,9 @@ class ConvertOpTypes(RewritePattern):
                     olds = [old]
                 else:
                     olds.append(old)
-                rewriter.set_type(op.result if len(result_types) == 1 else op.results[index], new, old)
+                rewriter.set_type(op.result if single else op.results[index], new, old)
             elif old in converter.unsupported:
                 report_unsupported_type(ctx, old)
-            index += 1
         if info[0]:
             for region in op.regions:
                 for block in region.blocks:
