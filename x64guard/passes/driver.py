@@ -213,11 +213,13 @@ def apply_patterns(walked: WalkedOps, run: PassRun, patterns: Sequence[RewritePa
             store.record_call(op.attributes["callee"].value, op.location, function)
         ctx.op, ctx.name, ctx.result_types, ctx.function, ctx.op_index = op, name, op.results.types, function, index
         keep_types = False
-        for pattern in named.get(name, ()) if not (claimed and op in claimed) else ():
-            outcome = pattern.match_and_rewrite(op, ctx)
-            if outcome:
-                keep_types = outcome is KEEP_TYPES
-                break
+        candidates = named.get(name)
+        if candidates is not None and not (claimed and op in claimed):
+            for pattern in candidates:
+                outcome = pattern.match_and_rewrite(op, ctx)
+                if outcome:
+                    keep_types = outcome is KEEP_TYPES
+                    break
         for pattern in any_op:
             if not (keep_types and pattern.converts_types):
                 pattern.match_and_rewrite(op, ctx)

@@ -43,7 +43,8 @@ def input_position(location: ir.Location, function: str | None) -> Location:
 class LocationResolver:
     """Resolves each distinct location once (most ops of a JAX module share a few)."""
 
-    def __init__(self) -> None:
+    def __init__(self, context: ir.Context | None = None) -> None:
+        self._context = context  # the locations' context, when one resolver serves one module
         self._cache: dict[ir.Attribute, tuple[Location | None, str | None]] = {}
 
     def is_input_position(self, location: ir.FileLineColLoc) -> bool:
@@ -52,7 +53,8 @@ class LocationResolver:
         aborts the process on a name that is not valid UTF-8 (below), and printing the
         location to check first costs twice as much as building the parser's own location
         at the same line and column and comparing (locations are uniqued)."""
-        line, column, context = location.start_line, location.start_col, location.context
+        line, column = location.start_line, location.start_col
+        context = self._context or location.context
         for name in _INPUT_FILES:
             if _FILE_AT(name, line, column, context=context) == location:
                 return True

@@ -35,6 +35,10 @@ class TypeConverter:
         # 64-bit types this converter does not know how to rebuild (vector<f64>, ...).
         self.unsupported: set[ir.Type] = set()
 
+    @property
+    def context(self) -> ir.Context:
+        return self._context
+
     def convert(self, t: ir.Type) -> ir.Type | None:
         try:
             return self.cache[t]
