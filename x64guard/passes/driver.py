@@ -68,8 +68,8 @@ class PassRun:
     kept_ops: set = field(default_factory=set)
     claimed_ops: set = field(default_factory=set)
     idioms: object = None
-    # Per-run caches of the patterns: narrowed splat constants per (attribute, narrowed
-    # type); what the generic rule learned about each op name.
+    # Per-run caches of the patterns: a constant's attribute -> its exact narrowed splat
+    # (None: not one); what the generic rule learned about each op name.
     splat_cache: dict = field(default_factory=dict)
     op_info: dict = field(default_factory=dict)
     function: str = "?"

@@ -11,6 +11,7 @@ from x64guard.passes.driver import OpContext, RewritePattern
 from x64guard.passes.tables import CONSTANT_OPS, dtype_constant
 from x64guard.passes.values import NarrowedValues, exact_scalar, narrow_scalar, narrow_values
 
+_UNSEEN = object()
 _POLICY_HINT = ("keep this computation in 64 bits (mode='allow'), change the constant, or accept "
                 "the change explicitly with overflow='saturate' or overflow='wrap'")
 # Why a value collapsing onto a boundary matters, and what to do: the same words for 0 and +-1.
@@ -27,30 +28,33 @@ class NarrowCleanSplat(RewritePattern):
     op_names = CONSTANT_OPS
 
     def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
-        new_type = ctx.converter.convert(ctx.result_types[0])
-        return new_type is not None and self._narrow_clean_splat(op, ctx, new_type)
-
-    @staticmethod
-    def _narrow_clean_splat(op: ir.Operation, ctx: OpContext, new_type: ir.Type) -> bool:
-        """Memoized per (attribute, type): MLIR attributes are uniqued, modules repeat 0, 1, -inf."""
         try:
             attr = op.attributes["value"]
         except TypeError:  # complex: the general path reads it
             return False
-        if not isinstance(attr, (ir.DenseIntElementsAttr, ir.DenseFPElementsAttr)) or not attr.is_splat:
-            return False
-        key = (attr, new_type)
+        # Memoized per attribute, clean or not: MLIR attributes are uniqued (and carry their
+        # type, the constant's), and modules repeat 0, 1, -inf thousands of times.
         cache = ctx.run.splat_cache
-        narrowed = cache.get(key)
+        narrowed = cache.get(attr, _UNSEEN)
+        if narrowed is _UNSEEN:
+            narrowed = cache[attr] = self._clean_narrowing(attr, ctx)
         if narrowed is None:
-            element = new_type.element_type
-            wide = attr.get_splat_value().value
-            value = exact_scalar(wide, ctx.converter.element_spelling(new_type))
-            if value is None or isinstance(wide, float) and dtype_constant(wide) is not None:
-                return False  # the later rules narrow and report it
-            narrowed = cache[key] = ir.DenseElementsAttr.get_splat(new_type, scalar_attr(element, value))
+            return False  # not 64-bit, or the later rules narrow and report it
         ctx.rewriter.set_attribute(op, "value", narrowed)
         return True
+
+    @staticmethod
+    def _clean_narrowing(attr: ir.Attribute, ctx: OpContext) -> ir.Attribute | None:
+        """The narrowed splat, or None when `attr` is no 64-bit splat that narrows exactly."""
+        new_type = ctx.converter.convert(ctx.result_types[0])
+        if new_type is None or not isinstance(attr, (ir.DenseIntElementsAttr, ir.DenseFPElementsAttr)) \
+                or not attr.is_splat:
+            return None
+        wide = attr.get_splat_value().value
+        value = exact_scalar(wide, ctx.converter.element_spelling(new_type))
+        if value is None or isinstance(wide, float) and dtype_constant(wide) is not None:
+            return None
+        return ir.DenseElementsAttr.get_splat(new_type, scalar_attr(new_type.element_type, value))
 
 
 class NarrowConstant(RewritePattern):

@@ -48,19 +48,18 @@ class ConvertOpTypes(RewritePattern):
         rewriter = run.rewriter
         result_types = ctx.result_types
         olds = None
-        single = len(result_types) == 1
-        for index, old in enumerate(result_types):
+        if len(result_types) == 1:  # most ops: the one result read without a loop
+            old = result_types[0]
             new = cache.get(old, _MISSING)
             if new is _MISSING:
                 new = converter.convert(old)
             if new is not None:
-                if olds is None:
-                    olds = [old]
-                else:
-                    olds.append(old)
-                rewriter.set_type(op.result if single else op.results[index], new, old)
+                olds = [old]
+                rewriter.set_type(op.result, new, old)
             elif old in converter.unsupported:
                 report_unsupported_type(ctx, old)
+        elif result_types:
+            olds = _convert_results(op, ctx, result_types)
         if info[0]:
             for region in op.regions:
                 for block in region.blocks:
@@ -83,6 +82,18 @@ class ConvertOpTypes(RewritePattern):
                        f"{name} is an op x64guard does not know: its types were narrowed generically. If its "
                        "meaning depends on bit widths, keep this module in 64 bits (mode='allow')")
         return True
+
+
+def _convert_results(op: ir.Operation, ctx: OpContext, result_types) -> list[ir.Type] | None:
+    olds = None
+    for index, old in enumerate(result_types):
+        new = ctx.converter.convert(old)
+        if new is not None:
+            olds = (olds or []) + [old]
+            ctx.rewriter.set_type(op.results[index], new, old)
+        elif old in ctx.converter.unsupported:
+            report_unsupported_type(ctx, old)
+    return olds
 
 
 def _has_wide_operand(op: ir.Operation, ctx: OpContext) -> bool:
