@@ -119,6 +119,7 @@ _BRACKET_STEP = np.zeros(256, np.int8)
 _BRACKET_STEP[list(b"{([<")] = 1
 _BRACKET_STEP[list(b"})]>")] = -1
 _OPENERS = tuple(bytes([c]) for c in b"{([<")
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"{([<})]>")
 
 
 def _parse_text(text: str) -> ir.Module:
@@ -168,10 +169,10 @@ def _max_nesting(encoded: bytes) -> int:
     ')') never hides the nesting that follows it (the deepest rise above any earlier level)."""
     if sum(encoded.count(opener) for opener in _OPENERS) <= MAX_NESTING:
         return 0  # cannot nest deeper than it opens
-    codes = np.frombuffer(encoded, np.uint8)
-    steps = _BRACKET_STEP[codes]
-    steps[1:][(codes[1:] == ord(">")) & (codes[:-1] == ord("-"))] = 0  # '->' closes nothing
-    levels = np.cumsum(steps, dtype=np.int32)
+    # Only the brackets matter, once every '->' (which closes nothing) is gone: the rest is
+    # dropped in C before numpy sees it (a tenth of a JAX module's text).
+    brackets = encoded.replace(b"->", b"").translate(None, delete=_NOT_BRACKETS)
+    levels = np.cumsum(_BRACKET_STEP[np.frombuffer(brackets, np.uint8)], dtype=np.int32)
     lowest_so_far = np.minimum.accumulate(np.minimum(levels, 0))
     return int((levels - lowest_so_far).max(initial=0))
 

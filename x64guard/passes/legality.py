@@ -45,7 +45,9 @@ class Legality:
         self._type_attributes: dict[str, bool] = {}  # op name -> may carry TypeAttrs
         # op name -> only its results can hold a type (registered, no regions, no TypeAttrs)
         self._plain: dict[str, bool] = {}
-        self.failure: tuple[ir.Operation, str, str] | None = None
+        # The first failure, described when found (the op may be erased by `finish` before
+        # the pass raises it).
+        self.failure: str | None = None
 
     def _is_wide(self, t: ir.Type) -> bool:
         found = self._wide.get(t)
@@ -76,7 +78,7 @@ class Legality:
     def _check_results(self, op: ir.Operation, function: str) -> None:
         for index, t in enumerate(op.results.types):
             if self._is_wide(t) and self.failure is None:
-                self.failure = (op, f"result #{index} is {t}", function)
+                self.failure = _describe(op, f"result #{index} is {t}", function)
 
     def _check_structure(self, op: ir.Operation, name: str, function: str) -> None:
         """Block arguments, type attributes and `check` expectations."""
@@ -91,7 +93,8 @@ class Legality:
                 for number, block in enumerate(region.blocks):
                     for arg in block.arguments:
                         if self._is_wide(arg.type) and not (number == 0 and arg.arg_number in kept_arguments):
-                            self.failure = (op, f"a block argument (#{arg.arg_number}) is {arg.type}", function)
+                            what = f"a block argument (#{arg.arg_number}) is {arg.type}"
+                            self.failure = _describe(op, what, function)
                             return
         may_have = self._type_attributes.get(name)
         if may_have is None:
@@ -103,7 +106,7 @@ class Legality:
             # (values of such types are refused by the generic rule instead).
             what = _wide_type_attribute(op, self._is_convertible, signature)
             if what is not None:
-                self.failure = (op, what, function)
+                self.failure = _describe(op, what, function)
                 return
         expected = CHECK_DIALECT_OPS.get(name)
         if expected and expected in op.attributes:
@@ -115,7 +118,7 @@ class Legality:
             # another type is left as it is: patterns/check_ops.py).
             if isinstance(value, ir.DenseElementsAttr) and self._is_wide(value.type) and len(op.operands) == 1 \
                     and op.operands[0].type == self._converter.convert(value.type):
-                self.failure = (op, f"its expected value is {value.type}", function)
+                self.failure = _describe(op, f"its expected value is {value.type}", function)
 
     def check_ops(self, ops: Iterable[ir.Operation], function: str = "?") -> None:
         for op in ops:
@@ -125,8 +128,7 @@ class Legality:
     def raise_first(self) -> None:
         """Raise IllegalNarrowing for the first op that failed, if one did."""
         if self.failure is not None:
-            op, what, function = self.failure
-            _fail(op, what, function)
+            raise IllegalNarrowing(self.failure)
 
 
 def check_legality(module: ir.Module, run: PassRun) -> None:
@@ -160,9 +162,8 @@ def _wide_type_attribute(op: ir.Operation, is_wide, signature) -> str | None:
     return None
 
 
-def _fail(op: ir.Operation, what: str, function: str) -> None:
+def _describe(op: ir.Operation, what: str, function: str) -> str:
     where = LocationResolver().resolve(op.location)
     place = f"{where}" if where is not None else f"@{function}"
-    raise IllegalNarrowing(
-        f"x64guard internal error: after narrowing, {op.name} at {place} still has a 64-bit type ({what}) "
-        "that nothing reported; this is a bug in x64guard, please report it with the input module")
+    return (f"x64guard internal error: after narrowing, {op.name} at {place} still has a 64-bit type ({what}) "
+            "that nothing reported; this is a bug in x64guard, please report it with the input module")

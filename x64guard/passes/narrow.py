@@ -82,7 +82,6 @@ class NarrowX64Pass:
         run = PassRun(module.context, converter, store, rewriter, self.profile, self.overflow)
         module, walked = self._idioms.apply(module, run, collect(module))
         with module.context, ir.Location.unknown(module.context):
-            run.function, run.op_index = "?", 0
             legality = Legality(run) if rewriter.mutates else None
             apply_patterns(walked, run, self.patterns, legality.check_op if legality else None)
             created = rewriter.finish(module)
