@@ -38,8 +38,8 @@ IDIOM_PATTERNS = (
 # the first that deals with an op completely ends the named rules for it. The generic
 # conversion (CONVERT_TYPES) then runs on every op.
 SPECIAL_PATTERNS = (
+    NarrowCleanSplat(),  # first: most constants; a clean splat is never the bits of 1.0 (out of ui32's range)
     RefuseFloat64RandomBits(),
-    NarrowCleanSplat(),
     ReplaceDtypeConstants(),
     NarrowConstant(),
     RemoveIdentityConvert(),
