@@ -231,7 +231,14 @@ def calling_convention(lowered) -> CallingConvention:
     lowering = lowered._lowering
     args = lowering.compile_args
     if lowering.const_args:
-        raise NotImplementedError("x64guard.jit: lowered program has hoisted constant arguments")
+        # Not reached with JAX 0.10.2's defaults, nor with jax_use_simplified_jaxpr_constants
+        # on (tried): a refusal that says what to do, should another setting reach it.
+        from x64guard.errors import X64GuardError
+        raise X64GuardError(
+            f"x64guard.jit: JAX lowered this function with {len(lowering.const_args)} constant(s) hoisted into "
+            "arguments of the compiled program, which x64guard.jit cannot narrow and pass; turn off the JAX setting "
+            "that hoists them for this function, or narrow its lowering with x64guard.narrow("
+            "jax.jit(f).lower(...).compiler_ir())")
 
     def concrete(shardings, n):
         shardings = tuple(shardings) if shardings is not None else (None,) * n

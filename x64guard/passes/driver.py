@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from jax.extend.mlir import ir
 
@@ -165,6 +165,12 @@ class WalkedOps:
     names: list
     functions: list
 
+    def calls(self) -> Iterator[tuple[str, ir.Location, str]]:
+        """(callee, location, calling function) of every func.call, in walk order."""
+        for op, name, function in zip(self.ops, self.names, self.functions):
+            if name == "func.call":
+                yield op.attributes["callee"].value, op.location, function
+
 
 def collect(module: ir.Module) -> WalkedOps:
     """The one walk of the bindings that a pass application needs (two when the idiom
@@ -199,8 +205,8 @@ def apply_patterns(walked: WalkedOps, run: PassRun, patterns: Sequence[RewritePa
     Patterns change the op they are handed and defer erasures to `Rewriter.finish`, so
     every op collected stays valid; ops of a function a pattern drops are not looked at."""
     named, any_op = index_patterns(patterns)
-    kept, claimed, store = run.kept_ops, run.claimed_ops, run.store
-    dropped = store.dropped_functions
+    kept, claimed = run.kept_ops, run.claimed_ops
+    dropped = run.store.dropped_functions
     ctx = OpContext(None, "", (), run)  # one context, pointed at each op in turn
     index = 0
     for op, name, function in zip(walked.ops, walked.names, walked.functions):
@@ -209,8 +215,6 @@ def apply_patterns(walked: WalkedOps, run: PassRun, patterns: Sequence[RewritePa
             continue  # a restored composite's decomposition: erased after the walk
         if kept and op in kept:
             continue  # the RNG state: its types stay
-        if name == "func.call":
-            store.record_call(op.attributes["callee"].value, op.location, function)
         ctx.op, ctx.name, ctx.result_types, ctx.function, ctx.op_index = op, name, op.results.types, function, index
         keep_types = False
         candidates = named.get(name)

@@ -98,7 +98,6 @@ class IdiomPhase:
         found, independent = self._anchored_ops(walked, run)
         if not independent:
             return module, walked  # nothing a rule could start from: the module is as it was
-        _record_calls(walked, run)  # a rule may bypass a call: findings still name its call site
         phase = run
         if not run.rewriter.mutates:
             module = run.rewriter.scratch_copy(module)
@@ -133,12 +132,6 @@ class IdiomPhase:
                 found.append((op, walked.functions[index], index + 1))
                 independent = independent or any(not p.follows_earlier_rules for p in wanted)
         return found, independent
-
-
-def _record_calls(walked: WalkedOps, run: PassRun) -> None:
-    for op, name, function in zip(walked.ops, walked.names, walked.functions):
-        if name == "func.call":
-            run.store.record_call(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, op.location, function)
 
 
 def _functions(module: ir.Module) -> dict[str, ir.Operation]:

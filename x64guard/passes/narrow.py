@@ -80,7 +80,12 @@ class NarrowX64Pass:
         store = FindingsStore(converter)
         rewriter = RecordingRewriter() if self.record_only else Rewriter()
         run = PassRun(module.context, converter, store, rewriter, self.profile, self.overflow)
-        module, walked = self._idioms.apply(module, run, collect(module))
+        walked = collect(module)
+        # Calls as they are before any rule runs (an idiom rule may bypass one): an op
+        # without a location in a called function is placed at its first call site.
+        for callee, location, caller in walked.calls():
+            store.record_call(callee, location, caller)
+        module, walked = self._idioms.apply(module, run, walked)
         with module.context, ir.Location.unknown(module.context):
             legality = Legality(run) if rewriter.mutates else None
             apply_patterns(walked, run, self.patterns, legality.check_op if legality else None)
