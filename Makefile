@@ -5,6 +5,7 @@
 #                   prints the 25 slowest
 #   make test-fast  the everyday tier (< 2 min on 2 cores): pass rules, the API, a sample of
 #                   the differential corpus, the command line's quick cases; no test marked slow
+#   make test-matrix  the JAX-side suites on jax 0.10, 0.11 and 0.12 (Python 3.11 and 3.13)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -15,7 +16,7 @@ DEMO_VENV  ?= $(VENV)
 DEMO_PY    := $(DEMO_VENV)/bin/python
 DEMO_STAMP := $(DEMO_VENV)/.x64guard-demo-installed
 
-.PHONY: demo test test-fast bench install clean fuzz
+.PHONY: demo test test-fast test-matrix bench install clean fuzz
 
 %/bin/python:
 	$(PYTHON) -m venv $*
@@ -50,6 +51,17 @@ FAST_TESTS := tests/passes tests/test_api.py tests/test_corpus.py tests/test_imp
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider --durations=10 -m "not slow and not sampled_out" $(FAST_TESTS)
 
+# The JAX version matrix: the JAX-side suites on jax 0.10 (Python 3.11, .venv), 0.11 and
+# 0.12 (Python 3.13, built once from Debian's source package by tools/python313.sh and
+# cached in ~/.cache/x64guard; one environment each under .matrix/). MATRIX picks rows,
+# MATRIX_TIER=ci runs CI's tier (tools/matrix.sh says which tests). CI runs
+# `make test` and then `make test-matrix MATRIX="0.11 0.12" MATRIX_TIER=ci`.
+MATRIX      ?= 0.10 0.11 0.12
+MATRIX_TIER ?= full
+
+test-matrix:
+	MATRIX="$(MATRIX)" MATRIX_TIER="$(MATRIX_TIER)" PYTHON="$(PYTHON)" tools/matrix.sh
+
 $(VENV)/.x64guard-bench: pyproject.toml | $(STAMP)
 	$(PY) -m pip install --quiet -e ".[test,torch-xla,ecosystem,torch-models,bench]"
 	touch $@
@@ -71,4 +83,4 @@ bench: $(VENV)/.x64guard-bench
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) .matrix build *.egg-info

@@ -48,6 +48,8 @@ BLOCK_MARK = "\x1e-x64guard-doc-block-\x1e"
 # Measured over about 5 s (torch, torch-xla, the CLI gate, a tool run): marked slow for a fast tier.
 SLOW_PYTHON = {"README.md", "torch.md", "torch_xla.md"}
 SLOW_CONSOLE = {"README.md", "cli.md", "constants.md"}
+# Their python blocks import torch or torch-xla: not run by `make test-matrix`.
+TORCH_PYTHON = {"README.md", "torch.md", "torch_xla.md"}
 
 
 @dataclasses.dataclass
@@ -213,7 +215,8 @@ def test_block_follows_the_convention(block: Block) -> None:
 
 
 @pytest.mark.parametrize("document", [
-    pytest.param(d, id=d.name, marks=[pytest.mark.slow] if d.name in SLOW_PYTHON else [])
+    pytest.param(d, id=d.name, marks=([pytest.mark.slow] if d.name in SLOW_PYTHON else [])
+                 + ([pytest.mark.torch] if d.name in TORCH_PYTHON else []))
     for d in DOCUMENTS if any(b.language == "python" and not b.no_run for b in parse_blocks(d))])
 def test_python_blocks_run_and_print_what_is_shown(document: pathlib.Path) -> None:
     run_python(document)

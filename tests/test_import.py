@@ -100,8 +100,8 @@ def test_front_ends_are_attributes_loaded_on_first_use():
 
 
 @pytest.mark.slow  # importing torch in a fresh interpreter
+@pytest.mark.torch
 def test_torch_front_end_is_an_attribute():
-    pytest.importorskip("torch")
     out = run_fresh("""
         import json, sys
         import x64guard

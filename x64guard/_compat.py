@@ -11,7 +11,8 @@ import dataclasses
 import os
 from typing import Any, Sequence
 
-TESTED_JAX = ((0, 10, 0), (0, 11, 0))  # [low, high)
+# [low, high): 0.10.x on Python 3.11, 0.11.x and 0.12.x on Python 3.12/3.13 (`make test-matrix`).
+TESTED_JAX = ((0, 10, 0), (0, 13, 0))
 ALLOW_UNTESTED_ENV = "X64GUARD_ALLOW_UNTESTED_JAX"
 
 
@@ -31,8 +32,8 @@ def check_jax_version() -> None:
     require_tested_versions(
         {"jax": jax.__version__, "jaxlib": jaxlib.__version__}, TESTED_JAX, ALLOW_UNTESTED_ENV,
         "x64guard is tested with {name} >= {low} and < {high}, but {name} {version} is installed. Its MLIR "
-        "bindings change between releases; install a tested version (pip install 'jax>=0.10,<0.11' "
-        "'jaxlib>=0.10,<0.11') or set {env}=1 to try anyway.")
+        "bindings change between releases; install a tested version (pip install 'jax>=0.10,<0.13' "
+        "'jaxlib>=0.10,<0.13') or set {env}=1 to try anyway.")
 
 
 def require_tested_versions(versions: dict[str, str], tested: tuple[tuple[int, ...], tuple[int, ...]],
@@ -197,13 +198,39 @@ def trace_x64(jitted, args: tuple, kwargs: dict):
 def lower_traced(traced, closed_jaxpr=None):
     """Lower a `Traced` (optionally with its jaxpr replaced by `closed_jaxpr`, which has
     the same signature) with 64-bit types on for this thread only."""
-    from jax._src import config, stages
+    from jax._src import config
 
     if closed_jaxpr is not None and closed_jaxpr is not traced.jaxpr:
-        traced = stages.Traced(traced._meta_tys_flat, dict(traced._params, jaxpr=closed_jaxpr),
-                               traced._in_tree, traced.out_tree, traced._consts)
+        traced = _traced_with_jaxpr(traced, closed_jaxpr)
     with config.enable_x64(True), config.use_simplified_jaxpr_constants(False):
         return traced.lower()
+
+
+def _traced_with_jaxpr(traced, closed_jaxpr):
+    """A new `stages.Traced` like `traced` with another jaxpr. Its constructor grows
+    arguments between releases (0.10: meta_tys_flat, params, in_tree, out_tree, consts;
+    0.11, 0.12: also fun_sourceinfo); each is read from the attribute of the same name,
+    `_`-prefixed or not, so that a new argument is carried rather than dropped. An
+    argument with no such attribute is a JAX we have not seen: refused, not guessed."""
+    import inspect
+
+    from jax._src import stages
+
+    arguments = []
+    for name in list(inspect.signature(stages.Traced.__init__).parameters)[1:]:
+        if name == "params":
+            arguments.append(dict(traced._params, jaxpr=closed_jaxpr))
+        elif hasattr(traced, "_" + name):
+            arguments.append(getattr(traced, "_" + name))
+        elif hasattr(traced, name):
+            arguments.append(getattr(traced, name))
+        else:
+            from x64guard.errors import X64GuardError
+            raise X64GuardError(
+                f"x64guard.jit: this JAX's Traced takes an argument x64guard does not know ({name!r}); "
+                "x64guard.jit cannot rebuild its trace. Use a tested JAX (0.10-0.12), or narrow the lowering "
+                "with x64guard.narrow(jax.jit(f).lower(...).compiler_ir())")
+    return stages.Traced(*arguments)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -300,6 +327,11 @@ def narrow_callback_equations(closed_jaxpr, narrow_dtype, wrap_results):
     from jax._src import core
     from jax._src.lax import lax as lax_internal
 
+    # 0.10: a ClosedJaxpr wraps a Jaxpr (`.jaxpr`) and its consts. 0.11: ClosedJaxpr is an
+    # alias of Jaxpr, which carries its consts; 0.12: the alias is gone.
+    closed_type = getattr(core, "ClosedJaxpr", core.Jaxpr)
+    wraps_jaxpr = closed_type is not core.Jaxpr
+    jaxpr_types = (core.Jaxpr, closed_type)
     by_primitive = {p: name for name, p in callback_primitives().items()}
     convert_p = lax_internal.convert_element_type_p
 
@@ -347,12 +379,12 @@ def narrow_callback_equations(closed_jaxpr, narrow_dtype, wrap_results):
         return [*new_eqns, eqn.replace(invars=invars, outvars=outvars, params=params), *after]
 
     def rewrite_param(value):
-        if isinstance(value, core.ClosedJaxpr):
+        if wraps_jaxpr and isinstance(value, closed_type):
             jaxpr = rewrite_jaxpr(value.jaxpr)
             return None if jaxpr is None else value.replace(jaxpr=jaxpr)
         if isinstance(value, core.Jaxpr):
             return rewrite_jaxpr(value)
-        if isinstance(value, tuple) and any(isinstance(v, (core.Jaxpr, core.ClosedJaxpr)) for v in value):
+        if isinstance(value, tuple) and any(isinstance(v, jaxpr_types) for v in value):
             rewritten = [rewrite_param(v) for v in value]
             if all(r is None for r in rewritten):
                 return None
@@ -381,6 +413,8 @@ def narrow_callback_equations(closed_jaxpr, narrow_dtype, wrap_results):
                 eqns.append(eqn)
         return jaxpr.replace(eqns=eqns) if changed else None
 
+    if not wraps_jaxpr:
+        return rewrite_jaxpr(closed_jaxpr)
     rewritten = rewrite_jaxpr(closed_jaxpr.jaxpr)
     return None if rewritten is None else closed_jaxpr.replace(jaxpr=rewritten)
 

@@ -94,14 +94,14 @@ def test_random_idiom_constants_are_what_jax_computes():
     assert RNG_IDIOMS["randint_half_word"] == (2 ** (64 // 2), 2 ** (32 // 2))
 
 
-def test_threefry_fingerprint_is_jax_kernels():
-    """The constants x64guard recognizes the kernel by are in JAX's threefry source."""
+def test_threefry_constants_are_jax_kernels():
+    """The specification x64guard proves kernels against uses JAX's threefry constants."""
     import inspect
 
     from jax._src.random import threefry2x32
 
-    from x64guard.passes.tables import THREEFRY_FINGERPRINT
+    from x64guard.passes.tables import THREEFRY_KEY_PARITY, THREEFRY_ROTATIONS
     source = inspect.getsource(threefry2x32)
-    assert "0x1BD11BDA" in source
-    for rotations in THREEFRY_FINGERPRINT[1:]:
+    assert hex(THREEFRY_KEY_PARITY).upper().replace("0X", "0x") in source
+    for rotations in THREEFRY_ROTATIONS:
         assert str(list(rotations)) in source

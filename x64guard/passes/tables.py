@@ -284,10 +284,11 @@ def never_has_type_attributes(op_name: str) -> bool:
 # ---- Random numbers: the 64-bit idioms of jax.random / torch-xla and their 32-bit forms ----
 # (patterns/random_bits.py, patterns/counters.py, patterns/rng_state.py)
 
-# Constants of the Threefry-2x32 kernel (Salmon et al. 2011) that jax.random's lowering of
-# `threefry2x32` holds: the key schedule parity 0x1BD11BDA and the two rotation tables. A
-# called function holding all three is the kernel, whatever its name.
-THREEFRY_FINGERPRINT: tuple[tuple[int, ...], ...] = ((0x1BD11BDA,), (13, 15, 26, 6), (17, 29, 16, 24))
+# Threefry-2x32 as specified (Salmon et al., SC'11): the key schedule parity and the
+# rotation tables of its 20 rounds. passes/kernels.py proves from a called function's body
+# that it computes exactly this, whatever its name and however JAX wrote the loop.
+THREEFRY_KEY_PARITY = 0x1BD11BDA
+THREEFRY_ROTATIONS: tuple[tuple[int, ...], tuple[int, ...]] = ((13, 15, 26, 6), (17, 29, 16, 24))
 
 # name -> (64-bit program's constant, 32-bit program's constant).
 RNG_IDIOMS: dict[str, tuple] = {
@@ -315,11 +316,6 @@ COUNTER_LIMIT = 2 ** 32
 # `x & 0xFFFFFFFF` on int64 (threefry_seed's low word) before a convert to 32 bits: in
 # int32 that mask is -1, as x32 JAX traces it.
 LOW_WORD_MASK = (0xFFFFFFFF, -1)
-
-# Functions JAX's PRNG implementations lower to: 64-bit words assembled from their 32-bit
-# outputs (`(hi << 32) | lo` for uint64 random bits) are a different stream from the one
-# JAX draws with x64 off.
-RNG_KERNEL_FUNCTIONS: tuple[str, ...] = ("threefry2x32", "threefry", "philox", "_threefry")
 
 
 # ---------------------------------------------------------------------------------------

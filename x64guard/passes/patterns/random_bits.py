@@ -26,15 +26,17 @@ by the refusal rules of patterns/rng.py.
 
 from __future__ import annotations
 
+import numpy as np
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo
 
 from x64guard.findings import Kind, Severity
-from x64guard.passes.driver import OpContext, walk
+from x64guard.passes.driver import OpContext
 from x64guard.passes.idioms import IdiomPattern
 from x64guard.passes.matching import (convert, dense_values, element_spelling, producer, result_number,
                                       shape_of, splat, splat_value, tensor_type, users)
-from x64guard.passes.tables import RNG_IDIOMS, RNG_WORD_PAIR, THREEFRY_FINGERPRINT
+from x64guard.passes.kernels import computes_threefry2x32, concrete_value
+from x64guard.passes.tables import RNG_IDIOMS, RNG_WORD_PAIR
 
 _WIDE_WORDS = ("ui64",)
 _NARROW_WORD = "ui32"
@@ -43,9 +45,9 @@ _NARROW_WORD = "ui32"
 # ---- recognizing sources of random bits ------------------------------------------------
 
 def is_threefry_call(op: ir.Operation | None, ctx: OpContext) -> bool:
-    """A func.call of a function that is the Threefry-2x32 kernel: two uint32 keys, two
-    uint32 counter arrays in, two uint32 arrays out, and a body holding Threefry's key
-    schedule parity constant and rotation tables (what `jax.random` lowers it to)."""
+    """A func.call of a function proved to compute Threefry-2x32 from its body
+    (passes/kernels.py): two uint32 keys, two uint32 counter arrays in, the two output
+    words out, in that order. Proved once per callee."""
     if op is None or op.name != "func.call" or len(op.operands) != 4 or len(op.results) != 2:
         return False
     if any(element_spelling(v.type) != "ui32" for v in list(op.operands) + list(op.results)):
@@ -55,23 +57,31 @@ def is_threefry_call(op: ir.Operation | None, ctx: OpContext) -> bool:
     key = ("threefry2x32", callee)
     if key not in facts:
         function = ctx.idioms.functions.get(callee)
-        facts[key] = function is not None and _holds_fingerprint(function)
+        facts[key] = function is not None and computes_threefry2x32(function, ctx.idioms.functions)
     return facts[key]
 
 
-def _holds_fingerprint(function: ir.Operation) -> bool:
-    wanted = set(THREEFRY_FINGERPRINT)
-    seen: set = set()
+def _counters_hold(kernel: ir.Operation, ctx: OpContext, first: np.ndarray, second: np.ndarray) -> bool:
+    """The kernel's counter operands hold `first` and `second`, broadcast over any leading
+    batch axes (vmap's layout): read from the module by evaluating them, not inferred
+    from their shapes."""
+    for operand, want in zip(kernel.operands[2:], (first, second)):
+        got = concrete_value(operand, ctx.idioms.functions)
+        if got is None or got.ndim < want.ndim or got.shape[got.ndim - want.ndim:] != want.shape:
+            return False
+        if not np.array_equal(got, np.broadcast_to(want.astype(got.dtype), got.shape)):
+            return False
+    return True
 
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "stablehlo.constant" and element_spelling(op.results[0].type) == "ui32":
-            values = dense_values(op.results[0])
-            if values is not None:
-                seen.add(tuple(int(v) for v in values))
-        return ir.WalkResult.ADVANCE
 
-    walk(function, visit)
-    return wanted <= seen
+def _linear_index_words(shape: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """iota_2x32_shape's counters (the high and low words of each element's linear index)
+    for `shape` and for each of its trailing sub-shapes (a draw vmapped over keys)."""
+    out = []
+    for start in range(len(shape) + 1):
+        index = np.arange(int(np.prod(shape[start:])), dtype=np.uint64).reshape(shape[start:])
+        out.append((index >> np.uint64(32), index & np.uint64(0xFFFFFFFF)))
+    return out
 
 
 def _joined_halves(op: ir.Operation) -> tuple[ir.Value, ir.Value] | None:
@@ -116,7 +126,14 @@ class ThreefryWords(IdiomPattern):
         kernel = producer(hi)
         if kernel is None or kernel != producer(lo) or (result_number(hi), result_number(lo)) != (0, 1):
             return False
-        if not is_threefry_call(kernel, ctx):
+        if not is_threefry_call(kernel, ctx) or not _key_words_in_order(kernel):
+            return False
+        # x32 JAX draws these words from the same call only if its counters are
+        # iota_2x32_shape's: the high and low words of each element's linear index.
+        shape = shape_of(op.results[0].type)
+        if shape is None:
+            return False
+        if not any(_counters_hold(kernel, ctx, high, low) for high, low in _linear_index_words(shape)):
             return False
         with ctx.rewriter.insert_before(op):
             word = stablehlo.xor(hi, lo)
@@ -142,6 +159,21 @@ def _last_axis_range(op: ir.Operation | None) -> tuple[int, int] | None:
     return starts[-1], limits[-1]
 
 
+def _key_words_in_order(kernel: ir.Operation) -> bool:
+    """The kernel's two key operands are words 0 and 1 of one key (slices of the same
+    value along its last axis, reshaped), as jax.random passes them: the words x32 JAX
+    draws come from the key in that order."""
+    def source(value: ir.Value) -> tuple[ir.Value, tuple[int, int]] | None:
+        reshaped = producer(value, "stablehlo.reshape")
+        sliced = producer(reshaped.operands[0] if reshaped is not None else value, "stablehlo.slice")
+        span = _last_axis_range(sliced)
+        return None if span is None else (sliced.operands[0], span)
+
+    first, second = source(kernel.operands[0]), source(kernel.operands[1])
+    return first is not None and second is not None and first[0] == second[0] \
+        and (first[1], second[1]) == ((0, 1), (1, 2))
+
+
 def _halves_of(first: ir.Value, second: ir.Value, n: int) -> ir.Value | None:
     """The value whose last axis has length 2n and whose [..., 0:n] and [..., n:2n]
     slices `first` and `second` are."""
@@ -152,20 +184,6 @@ def _halves_of(first: ir.Value, second: ir.Value, n: int) -> ir.Value | None:
     if whole != b.operands[0]:
         return None
     return whole
-
-
-def _unbroadcast(value: ir.Value) -> ir.Value:
-    """`value` before a broadcast_in_dim that only adds leading unit axes (vmap's form)."""
-    op = producer(value, "stablehlo.broadcast_in_dim")
-    if op is None:
-        return value
-    source, result = shape_of(op.operands[0].type), shape_of(op.results[0].type)
-    dims = list(ir.DenseI64ArrayAttr(op.attributes["broadcast_dimensions"]))
-    if source is None or result is None or len(source) != 1:
-        return value
-    if dims != [len(result) - 1] or result[:-1] != [1] * (len(result) - 1):
-        return value
-    return op.operands[0]
 
 
 class ThreefryWordsOriginal(IdiomPattern):
@@ -191,11 +209,10 @@ class ThreefryWordsOriginal(IdiomPattern):
             return False
         kernel = producer(joined.operands[0])
         if kernel is None or kernel != producer(joined.operands[1]) or not is_threefry_call(kernel, ctx) \
-                or [result_number(v) for v in joined.operands] != [0, 1]:
+                or [result_number(v) for v in joined.operands] != [0, 1] or not _key_words_in_order(kernel):
             return False
-        counters = _halves_of(_unbroadcast(kernel.operands[2]), _unbroadcast(kernel.operands[3]), n)
-        iota = producer(counters, "stablehlo.iota") if counters is not None else None
-        if iota is None or shape_of(counters.type) != [2 * n]:
+        # The counters x64 JAX fed the kernel: iota(2n) split in halves (read, not assumed).
+        if not _counters_hold(kernel, ctx, np.arange(n, dtype=np.uint32), np.arange(n, 2 * n, dtype=np.uint32)):
             return False
         m = (n + 1) // 2
         lane_type = kernel.operands[2].type

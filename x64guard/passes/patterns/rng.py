@@ -7,7 +7,7 @@ from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
 from x64guard.passes.driver import OpContext, RewritePattern
-from x64guard.passes.tables import CONSTANT_OPS, FLOAT64_ONE_BITS, RNG_KERNEL_FUNCTIONS
+from x64guard.passes.tables import CONSTANT_OPS, FLOAT64_ONE_BITS
 
 # How far from the 1.0-bits constant the bitcast may be: broadcast_in_dim -> or -> bitcast.
 _IDIOM_DEPTH = 4
@@ -63,11 +63,37 @@ def _bitcast_to_f64_downstream(op: ir.Operation, ctx: OpContext) -> ir.Operation
     return None
 
 
+# Ops that only move a kernel's output words (jax_threefry_partitionable=False concatenates
+# and slices them) between the call and the words built from them.
+_WORD_MOVES = frozenset({"stablehlo.slice", "stablehlo.concatenate", "stablehlo.reshape",
+                         "stablehlo.broadcast_in_dim", "stablehlo.transpose"})
+
+
+def _call_behind(value: ir.Value, depth: int = 6) -> ir.Operation | None:
+    """The func.call whose results `value` moves (through slices, concatenations,
+    reshapes), or None."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or depth == 0:
+        return None
+    op = owner.operation
+    if op.name == "func.call":
+        return op
+    if op.name in _WORD_MOVES:
+        for operand in op.operands:
+            found = _call_behind(operand, depth - 1)
+            if found is not None:
+                return found
+    return None
+
+
 class RefuseWideRandomWords(RewritePattern):
-    """uint64 random bits: JAX shifts one 32-bit word of a PRNG kernel's output left by
-    32 and ors in the other. Narrowed, the shift drops the high word: valid-looking random
-    numbers, but not the stream JAX draws with x64 off. Matched at the shift whose operand
-    is a PRNG kernel's output widened by a convert."""
+    """uint64 words from a kernel: one 32-bit output of a called function shifted left by
+    32 and or-ed with another. Narrowed, the shift drops the high word: valid-looking
+    random numbers, but not the stream JAX draws with x64 off. Matched at the shift whose
+    operand is any call's 32-bit result (or a slice of its outputs) widened by a convert,
+    whatever the callee's name:
+    the word rules (patterns/random_bits.py) have already rewritten every such shift they
+    proved to be jax.random's, so one still here was not proved."""
 
     op_names = frozenset({"stablehlo.shift_left"})
 
@@ -77,17 +103,18 @@ class RefuseWideRandomWords(RewritePattern):
         widened = op.operands[0].owner
         if isinstance(widened, ir.Block) or widened.operation.name != "stablehlo.convert":
             return False
-        kernel = widened.operation.operands[0].owner
-        if isinstance(kernel, ir.Block) or kernel.operation.name != "func.call":
+        if ctx.converter.element_spelling(widened.operation.operands[0].type) not in ("ui32", "i32"):
             return False
-        callee = ir.FlatSymbolRefAttr(kernel.operation.attributes["callee"]).value
-        if not callee.startswith(RNG_KERNEL_FUNCTIONS):
+        kernel = _call_behind(widened.operation.operands[0])
+        if kernel is None:
             return False
+        callee = ir.FlatSymbolRefAttr(kernel.attributes["callee"]).value
         if _bitcast_to_f64_downstream(op, ctx) is not None:
             return True  # float64 sampling: reported once, at its bitcast, by RefuseFloat64RandomBits
         ctx.report(Kind.RNG_BITS, Severity.ERROR,
-                   f"64-bit words assembled from @{callee}'s 32-bit outputs ((hi << 32) | lo), and @{callee} is "
-                  "not a kernel x64guard recognizes (jax.random's threefry2x32 is, by its constants): narrowed, "
-                  "the high word would be dropped. Ask for 32-bit words (dtype=jnp.uint32) here, or keep this "
-                  "module in 64 bits (mode='allow')")
+                   f"64-bit words assembled from @{callee}'s 32-bit outputs ((hi << 32) | lo), and x64guard could "
+                  f"not prove from its body and operands that @{callee} is jax.random's Threefry-2x32 on "
+                  "jax.random's counters (the only words it knows how x32 JAX draws): narrowed, the high word "
+                  "would be dropped. Ask for 32-bit words (dtype=jnp.uint32) here, or keep this module in 64 bits "
+                  "(mode='allow')")
         return True
