@@ -60,7 +60,7 @@ src=$(ls -d "$work"/Python-3.13.* | head -n 1)
 log "building $(basename "$src") into $prefix (about 5-15 minutes)"
 staging=$prefix.partial
 rm -rf "$staging"
-(cd "$src" && ./configure --prefix="$prefix" --quiet >&2 && make -j"$(nproc)" -s >&2 \
+(cd "$src" && ./configure --prefix="$prefix" --disable-test-modules --quiet >&2 && make -j"$(nproc)" -s >&2 \
    && make install DESTDIR="$staging" -s >&2)
 # Installed under DESTDIR first and moved into place whole: an interrupted build never
 # leaves a half-installed interpreter in the cache.

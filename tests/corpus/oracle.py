@@ -287,6 +287,8 @@ def check_case(case: "programs.Case", narrow: Callable, error_type: type | None 
     `narrow` is `x64guard.narrow` (or a stand-in with its signature); `error_type` is
     `x64guard.X64GuardError` and is needed for refusal cases.
     """
+    from tests.corpus import lowering_probes  # imports this module
+
     args = materialize_args(case)
     text = lower_x64(case.fn, args)
     assert has_64bit_type(text), (
@@ -319,6 +321,11 @@ def check_case(case: "programs.Case", narrow: Callable, error_type: type | None 
     try:
         result = _narrow(narrow, text)
     except Exception as err:
+        if error_type is not None and isinstance(err, error_type) and "erf_jvp" in lowering_probes.differs(case):
+            # jax 0.12's float64 exp_neg_sq masks mantissa bits with a uint64 constant that
+            # int32 cannot hold: refused, clearly (docs/limits.md, JAX versions).
+            assert any(f.kind == "constant-out-of-range" for f in getattr(err, "findings", [])), err
+            return outcome
         if error_type is not None and isinstance(err, error_type):
             findings = [(f.kind, f.op) for f in getattr(err, "findings", [])]
             raise AssertionError(
@@ -345,8 +352,13 @@ def check_case(case: "programs.Case", narrow: Callable, error_type: type | None 
     assert len(got) == len(want), (
         f"{case.name}: narrowed module returns {len(got)} outputs, oracle {len(want)}")
     problems = []
+    differs = lowering_probes.differs(case)
     for i, (g, w) in enumerate(zip(got, want)):
-        if not bit_identical(g, w):
+        if differs and g.dtype == w.dtype and g.shape == w.shape and np.issubdtype(g.dtype, np.floating):
+            # Another program than x32's (lowering_probes): correct to float32, not x32's bits.
+            if not np.allclose(g, w, rtol=1e-5, atol=1e-6, equal_nan=True):
+                problems.append(f"output {i} (lowered by dtype: {differs}): {describe_mismatch(g, w)}")
+        elif not bit_identical(g, w):
             problems.append(f"output {i}: {describe_mismatch(g, w)}")
     assert not problems, f"{case.name}: not bit-identical to JAX's x32 program:\n  " + \
         "\n  ".join(problems)

@@ -11,8 +11,9 @@ tables). So the body is evaluated symbolically, lane by lane:
 
 * every value is either **concrete** (a numpy array: constants, loop counters, the
   rotation tables, anything computed from constants alone) or a **term**: one formula per
-  lane over the kernel's inputs, the same for every lane (a scalar input is the same in
-  every lane);
+  lane over the kernel's inputs, the same for every lane, each input read at the lane its
+  shape broadcasts to, numpy's way (a scalar key is the same in every lane; a vmapped
+  kernel's keys of shape (n, 1) and counters of shape (1, m) make (n, m) lanes);
 * terms are built from 32-bit `add`, `xor`, `or`, `shift_left` and `shift_right_logical`
   by constant amounts, hash-consed; add, xor and or are flattened and their constants
   folded (they are associative and commutative modulo 2**32), so the same computation
@@ -284,9 +285,9 @@ class Evaluator:
         return out
 
     def _term(self, x, shape: tuple[int, ...]) -> int:
-        """The lane term of operand `x` of an op whose lanes have `shape`."""
+        """The lane term of operand `x` of an elementwise op whose lanes have `shape`."""
         if isinstance(x, _Lane):
-            if x.shape not in ((), shape):
+            if x.shape != shape:
                 raise NotShown("an op that mixes lanes")
             return x.term
         flat = np.asarray(x).ravel()
@@ -302,7 +303,8 @@ class Evaluator:
         t = self.terms
         if name == "stablehlo.broadcast_in_dim":
             x = xs[0]
-            if not isinstance(x, _Lane) or x.shape != ():
+            dims = _attr_ints(op, "broadcast_dimensions")
+            if not isinstance(x, _Lane) or not _broadcasts_like_numpy(x.shape, shape, dims):
                 raise NotShown("a broadcast that moves lanes")
             return _Lane(x.term, shape)
         if name in ("stablehlo.add", "stablehlo.xor", "stablehlo.or"):
@@ -317,10 +319,19 @@ class Evaluator:
         raise NotShown(f"{name} on the kernel's data")
 
 
+def _broadcasts_like_numpy(source: tuple[int, ...], result: tuple[int, ...], dims: list[int]) -> bool:
+    """The broadcast reads lane `t` of `result` from lane `t` of `source` aligned at the
+    trailing axes, size-1 axes repeated: numpy's rule, under which every input that
+    broadcasts to `source` reads the same lane whether the broadcast happens first or not."""
+    offset = len(result) - len(source)
+    return offset >= 0 and dims == list(range(offset, len(result))) and \
+        all(s in (1, r) for s, r in zip(source, result[offset:]))
+
+
 def computes_threefry2x32(function: ir.Operation, functions: dict[str, ir.Operation]) -> bool:
     """`function` (a func.func taking (key0, key1, counters0, counters1) uint32 and returning
-    two uint32 values of the counters' shape) computes Threefry-2x32 lane by lane, outputs in
-    the order (x0, x1). Proved from its body; any doubt is False."""
+    two uint32 values of the shape they broadcast to) computes Threefry-2x32 lane by lane,
+    outputs in the order (x0, x1). Proved from its body; any doubt is False."""
     try:
         arguments = function.regions[0].blocks[0].arguments
         if len(arguments) != 4:
@@ -328,8 +339,9 @@ def computes_threefry2x32(function: ir.Operation, functions: dict[str, ir.Operat
         shapes = [_shape_and_dtype(a.type) for a in arguments]
         if any(dtype is not np.uint32 for _, dtype in shapes):
             return False
-        lanes = shapes[2][0]
-        if shapes[3][0] != lanes or any(shape not in ((), lanes) for shape, _ in shapes[:2]):
+        try:
+            lanes = tuple(np.broadcast_shapes(*(shape for shape, _ in shapes)))
+        except ValueError:
             return False
         terms = Terms()
         inputs = [_Lane(terms.arg(i), shape) for i, (shape, _) in enumerate(shapes)]

@@ -1,0 +1,44 @@
+"""Where the running JAX lowers an op differently at 32 and at 64 bits: then the x64 trace
+is another program than the x32 one, and narrowing it cannot give x32 JAX's bits (only a
+correct float32 result). Each probe lowers one op the way JAX does, with x64 off, and
+looks at the module; corpus cases name the probes that concern them
+(`Case.lowering_differs`). Found by running the corpus on each JAX of the matrix:
+
+* `lgamma`: jax 0.12 lowers float64 `lgamma` to `chlo.lgamma` but float32 to its own
+  expansion (`lgamma_impl`): gammaln, gammainc, betainc, random.gamma and their gradients;
+* `erf_jvp`: jax 0.12 differentiates erf/erfc with `exp_neg_sq`, which splits `x**2` by
+  masking mantissa bits, 27 for float64 (a uint64 mask x64guard refuses to narrow) and 12
+  for float32.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import numpy as np
+
+from tests.corpus.oracle import x64
+
+
+def _x32_module(fn, *args) -> str:
+    with x64(False):
+        return jax.jit(fn).lower(*args).as_text()
+
+
+@functools.cache
+def lgamma() -> bool:
+    return "chlo.lgamma" not in _x32_module(jax.lax.lgamma, np.float32(1.5))
+
+
+@functools.cache
+def erf_jvp() -> bool:
+    return "bitcast_convert" in _x32_module(jax.grad(jax.lax.erf), np.float32(0.5))
+
+
+PROBES = {"lgamma": lgamma, "erf_jvp": erf_jvp}
+
+
+def differs(case) -> list[str]:
+    """The probes of `case` that hold on the running JAX."""
+    return [name for name in case.lowering_differs if PROBES[name]()]
