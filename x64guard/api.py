@@ -109,6 +109,11 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
         with _unreadable_as_value_error("narrow"):
             remaining = neuron_findings(working, target, neuron_cc_flags)
         out.findings.extend(remaining)
+        refused = errors(remaining)
+        if resolved is Mode.ERROR and refused:
+            raise X64GuardError(
+                f"x64guard (mode=error): neuronx-cc would reject this module on {profile.name} "
+                f"({len(refused)} finding(s)):\n{format_findings(refused)}", refused)
         if resolved is Mode.WARN:
             _warn_neuron(profile.name, remaining)
     return out

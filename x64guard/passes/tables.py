@@ -567,8 +567,9 @@ NEURON_RULES: tuple[NeuronRule, ...] = (
 )
 NEURON_RULE: dict[str, NeuronRule] = {row.kind: row for row in NEURON_RULES}
 
-# custom_call targets neuronx-cc recognises (EHCA005's page), and the sharding annotations
-# XLA's SPMD partitioner consumes before the module reaches neuronx-cc.
+# custom_call targets neuronx-cc recognises (EHCA005's page), and those consumed before the
+# module reaches neuronx-cc: sharding annotations (XLA's SPMD partitioner) and jax.export's
+# shape assertions (JAX's shape refinement).
 NEURON_CUSTOM_CALLS: frozenset[str] = frozenset({
     "AwsNeuronErf", "AwsNeuronGelu", "AwsNeuronGeluApprxTanh", "AwsNeuronGeluBackward", "AwsNeuronSilu",
     "AwsNeuronSiluBackward", "AwsNeuronRmsNorm", "AwsNeuronSoftmax", "AwsNeuronSoftmaxBackward",
@@ -579,7 +580,8 @@ NEURON_CUSTOM_CALLS: frozenset[str] = frozenset({
     "AwsNeuronModuleMarkerEnd-Forward", "AwsNeuronModuleMarkerEnd-Backward", "NeuronBoundaryMarker-Start",
     "NeuronBoundaryMarker-End",
 })
-XLA_SHARDING_CUSTOM_CALLS: frozenset[str] = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"})
+XLA_SHARDING_CUSTOM_CALLS: frozenset[str] = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape",
+                                                      "shape_assertion"})
 
 # Operators neuronx-cc does not support (EUOC002; the page's example).
 NEURON_UNSUPPORTED_OPS: frozenset[str] = frozenset({"stablehlo.triangular_solve"})
