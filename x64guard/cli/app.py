@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def neuron_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument("--neuron-cc-flags", metavar="FLAGS", default=None,
-                       help="neuronx-cc's flags for a neuron-* target, e.g. '--native-int64=enabled "
+                       help="neuronx-cc's flags for a neuron-* target, written with '=': --neuron-cc-flags='--native-int64=enabled "
                             "--implicit-integer-downcast=none' (default: $NEURON_CC_FLAGS when set)")
 
     def reporting(p: argparse.ArgumentParser) -> None:
