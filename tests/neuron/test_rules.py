@@ -125,3 +125,15 @@ def test_jit_refuses_or_warns_before_compiling():
         out = x64guard.jit(lambda a, b: jnp.dot(a, b), target="neuron-trn2-int64")(np.ones((2, 2), np.int32),
                                                                                   np.ones((2, 2), np.int32))
     assert int(out.sum()) == 8  # warned, then compiled and run (on the CPU here)
+
+
+def test_torch_xla_backend_takes_the_target():
+    import torch
+
+    import x64guard.torch_xla as xt
+
+    a = torch.arange(4, dtype=torch.int64).reshape(2, 2)
+    model = xt.compile(lambda x, y: x @ y, target="neuron-trn2-int64")
+    with pytest.warns(x64guard.X64GuardWarning, match="NCC_EVRF035"):
+        out = model(xt.to_device(a), xt.to_device(a))
+    assert out.cpu().tolist() == (a @ a).tolist()
