@@ -137,3 +137,20 @@ def test_torch_xla_backend_takes_the_target():
     with pytest.warns(x64guard.X64GuardWarning, match="NCC_EVRF035"):
         out = model(xt.to_device(a), xt.to_device(a))
     assert out.cpu().tolist() == (a @ a).tolist()
+
+
+def test_narrow_exported_takes_the_target():
+    import torch
+
+    import x64guard.torch_xla as xt
+
+    class Pow(torch.nn.Module):
+        def forward(self, x, y):
+            return torch.pow(x, y), x @ y
+
+    a = torch.arange(1, 5, dtype=torch.int64).reshape(2, 2)
+    with pytest.warns(x64guard.X64GuardWarning, match="NCC_EVRF035"):
+        program = xt.narrow_exported(torch.export.export(Pow(), (a, a)), target="neuron-trn2-int64")
+    assert [f.kind for f in neuron(program.findings)] == ["NCC_EVRF035"]  # the int64 pow narrowed: no EVRF062
+    powered, product = program(a, a)
+    assert powered.cpu().tolist() == torch.pow(a, a).tolist() and product.cpu().tolist() == (a @ a).tolist()
