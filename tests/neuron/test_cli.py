@@ -19,6 +19,7 @@ def dot_file(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_sarif_and_json_carry_the_code_as_the_rule_id(dot_file):
     sarif = json.loads(run_cli("check", "--target", "neuron-trn2-int64", "--format", "sarif", dot_file).stdout)
     (run,) = sarif["runs"]
@@ -31,6 +32,7 @@ def test_sarif_and_json_carry_the_code_as_the_rule_id(dot_file):
     assert report["summary"]["by_kind"]["NCC_EVRF035"]["ops"] == 1
 
 
+@pytest.mark.slow
 def test_flags_on_the_command_line_and_in_the_environment(dot_file):
     assert run_cli("check", "--target", "neuron-trn2", dot_file).returncode == 0  # 2.32 default: a warning
     strict = run_cli("check", "--target", "neuron-trn2", "--neuron-cc-flags=--implicit-integer-downcast=none",
@@ -42,6 +44,7 @@ def test_flags_on_the_command_line_and_in_the_environment(dot_file):
     assert bad.returncode == 2 and "--native-int64" in bad.stderr
 
 
+@pytest.mark.slow
 def test_gate_runs_a_suite_for_neuron_trn2_int64_and_reports_per_code():
     result = run_cli("gate", "--target", "neuron-trn2-int64", "--format", "json", "--",
                      *PYTEST, "tests/neuron/suite/neuron_suite.py", timeout=600)

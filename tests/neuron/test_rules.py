@@ -17,6 +17,12 @@ from x64guard.passes.tables import NEURON_RULES
 from tests.neuron.programs import CLEAN, TRIGGERS, lower
 
 TARGETS = ("neuron-trn1", "neuron-trn2", "neuron-trn2-int64")
+TORCH_XLA_PROGRAMS = {"NCC_EVRF062"}  # importing torch-xla: seconds
+
+
+def codes(table) -> list:
+    return [pytest.param(code, marks=pytest.mark.slow) if code in TORCH_XLA_PROGRAMS else code
+            for code in sorted(table)]
 
 
 def neuron(findings) -> list:
@@ -39,7 +45,7 @@ def test_every_rule_has_a_kind_a_trigger_and_a_clean_twin():
         assert Kind(row.kind) and row.fix and row.doc.endswith(".rst")
 
 
-@pytest.mark.parametrize("code", sorted(TRIGGERS))
+@pytest.mark.parametrize("code", codes(TRIGGERS))
 def test_the_documented_trigger_produces_exactly_its_code(code):
     for target in TARGETS:
         if code == "NCC_EVRF062" and target != "neuron-trn2-int64":
@@ -49,7 +55,7 @@ def test_the_documented_trigger_produces_exactly_its_code(code):
         assert all(f.message and "fix: " in f.message for f in found)
 
 
-@pytest.mark.parametrize("code", sorted(CLEAN))
+@pytest.mark.parametrize("code", codes(CLEAN))
 def test_the_documented_clean_twin_produces_no_neuron_finding(code):
     for target in TARGETS:
         assert neuron(x64guard.check(clean(code), target=target).findings) == [], target
@@ -90,6 +96,7 @@ def test_int64_reaches_trn1_as_an_error_and_trn2_int64_natively():
     assert x64guard.check(text, target="neuron").target == "neuron-trn2"  # the alias
 
 
+@pytest.mark.slow
 def test_narrow_rewrites_exactly_and_reports_what_remains():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -127,6 +134,7 @@ def test_jit_refuses_or_warns_before_compiling():
     assert int(out.sum()) == 8  # warned, then compiled and run (on the CPU here)
 
 
+@pytest.mark.slow
 def test_torch_xla_backend_takes_the_target():
     import torch
 
@@ -139,6 +147,7 @@ def test_torch_xla_backend_takes_the_target():
     assert out.cpu().tolist() == (a @ a).tolist()
 
 
+@pytest.mark.slow
 def test_narrow_exported_takes_the_target():
     import torch
 

@@ -130,6 +130,7 @@ class NeuronRules(RewritePattern):
     def __init__(self, profile: TargetProfile, options: NeuronOptions) -> None:
         self._profile = profile
         self._options = options
+        self._complex_seen = False  # a complex type met so far in the walk (operands are read only then)
         self._by_name = {
             "stablehlo.constant": self._constant,
             "stablehlo.dot": self._dot, "stablehlo.dot_general": self._dot,
@@ -178,14 +179,16 @@ class NeuronRules(RewritePattern):
     def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
         name = ctx.name
         spelling = ctx.converter.spelling
-        types = list(ctx.result_types)
+        spelled = [spelling(t) for t in ctx.result_types]
         if len(op.regions):
-            types += [a.type for region in op.regions for block in region.blocks for a in block.arguments]
-        spelled = [spelling(t) for t in types]
-        if any("?" in s for s in spelled):
-            self._report(ctx, "NCC_EMOD025", "a dynamic dimension (" +
-                         next(s for s in spelled if "?" in s) + ")")
-        if name not in NEURON_COMPLEX64_OPS or any("complex<f64>" in s for s in spelled):
+            spelled += [spelling(a.type) for region in op.regions for block in region.blocks for a in block.arguments]
+        for s in spelled:
+            if "?" in s:
+                self._report(ctx, "NCC_EMOD025", f"a dynamic dimension ({s})")
+                break
+        if not self._complex_seen:  # every value is defined (and spelled here) before its uses
+            self._complex_seen = any("complex<" in s for s in spelled)
+        if self._complex_seen and (name not in NEURON_COMPLEX64_OPS or any("complex<f64>" in s for s in spelled)):
             complex_types = [s for s in spelled + [spelling(v.type) for v in op.operands] if "complex<" in s]
             if complex_types:
                 c128 = any("complex<f64>" in s for s in complex_types)
@@ -199,8 +202,8 @@ class NeuronRules(RewritePattern):
 
     # --- the rules, per op --------------------------------------------------------------
     def _constant(self, op: ir.Operation, ctx: OpContext) -> None:
-        t = op.results[0].type
-        if ctx.converter.element_spelling(t) != "ui64":
+        t = ctx.result_types[0]
+        if "ui64" not in ctx.converter.spelling(t) or ctx.converter.element_spelling(t) != "ui64":
             return
         try:
             values, _ = read_constant(op, t)
