@@ -38,11 +38,12 @@ def types_reaching(profile: TargetProfile, neuron: NeuronOptions | None = None) 
     if profile.allow_64bit:
         return TypeReport(Kind.TYPE_64BIT, Severity.INFO,
                           f"64-bit types ({{changes}}); the {profile.name} target accepts them")
-    narrow = (f"`x64guard narrow --target {profile.name}` (or x64guard.narrow) narrows them as JAX's x32 "
-              "mode would, range-checked")
     if neuron is None:
         return TypeReport(Kind.TYPE_64BIT, Severity.ERROR,
-                          f"64-bit types reach the {profile.name} target ({{changes}}); {narrow}")
+                          f"64-bit types reach the {profile.name} target ({{changes}}); `x64guard narrow` "
+                          "(or x64guard.narrow) narrows them as JAX's x32 mode would")
+    narrow = (f"`x64guard narrow --target {profile.name}` (or x64guard.narrow) narrows them as JAX's x32 "
+              "mode would, range-checked")
     if neuron.native_int64:
         return TypeReport(Kind.TYPE_64BIT, Severity.ERROR,
                           f"64-bit types reach {profile.name} ({{changes}}); neuronx-cc runs int64 natively "
