@@ -197,7 +197,12 @@ class NeuronRules(RewritePattern):
                                                   "for complex64"))
         rule = self._by_name.get(name)
         if rule is not None:
-            rule(op, ctx)
+            try:
+                rule(op, ctx)
+            except (IndexError, KeyError, TypeError, ValueError):
+                # An op without the regions or attributes its definition gives it (text
+                # parsed without verification): its rule cannot judge it; never a crash.
+                pass
         return False
 
     # --- the rules, per op --------------------------------------------------------------
