@@ -15,7 +15,7 @@ from x64guard.errors import X64GuardError, X64GuardWarning
 from x64guard.findings import Finding, Kind, Location, Report, Severity, errors, format_findings
 from x64guard.modes import Mode, resolve_mode, resolve_overflow
 from x64guard.passes import NarrowX64Pass
-from x64guard.passes.check import check_target, profile_for
+from x64guard.passes.check import check_target, neuron_findings, profile_for
 from x64guard.passes.store import NARROWED, TypeReport
 from x64guard.passes.tables import DEFAULT_TARGET
 
@@ -57,7 +57,8 @@ class NarrowResult:
 
 
 def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: str = "error",
-           trusted: bool = False, dtype_constants: bool = True, target: str = DEFAULT_TARGET) -> NarrowResult:
+           trusted: bool = False, dtype_constants: bool = True, target: str = DEFAULT_TARGET,
+           neuron_cc_flags: str | None = None) -> NarrowResult:
     """Narrow i64/ui64/f64/complex<f64> to i32/ui32/f32/complex<f32>, as JAX does when it
     traces with x64 off, or refuse with `X64GuardError` naming every reason.
 
@@ -72,7 +73,10 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
     an `info` finding (docs/constants.md); False rounds them like any other value.
     target: the profile narrowed for (`x64guard.passes.tables.TARGET_PROFILES`): on x32
     (default) the RNG state of rng_bit_generator (jax.random rbg keys, torch-xla) stays
-    64-bit, on x32-strict such draws are refused.
+    64-bit, on x32-strict such draws are refused. On a Neuron target the narrowed module is
+    then checked against neuronx-cc's documented rules: what remains is in `findings` with
+    the compiler's codes (warned once, never rewritten approximately); `neuron_cc_flags` as
+    for `check`.
     Input x64guard cannot read raises ValueError ("x64guard: ...").
     """
     resolved = resolve_mode(mode)
@@ -101,7 +105,28 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
         _verify(working, out.findings)
         out.verified = True
         _warn(out)
+    if profile.neuron_chip is not None:
+        with _unreadable_as_value_error("narrow"):
+            remaining = neuron_findings(working, target, neuron_cc_flags)
+        out.findings.extend(remaining)
+        refused = errors(remaining)
+        if resolved is Mode.ERROR and refused:
+            raise X64GuardError(
+                f"x64guard (mode=error): neuronx-cc would reject this module on {profile.name} "
+                f"({len(refused)} finding(s)):\n{format_findings(refused)}", refused)
+        if resolved is Mode.WARN:
+            _warn_neuron(profile.name, remaining)
     return out
+
+
+def _warn_neuron(target: str, remaining: list[Finding]) -> None:
+    """Once per module: the neuronx-cc rejections narrowing leaves."""
+    if not remaining:
+        return
+    codes = ", ".join(sorted({f"{f.kind} x{sum(g.count for g in remaining if g.kind == f.kind)}"
+                              for f in remaining}))
+    warnings.warn(f"x64guard: narrowed for {target}; neuronx-cc would still reject or warn about: {codes}\n"
+                  f"{format_findings(remaining)}", X64GuardWarning, stacklevel=3)
 
 
 def _format_findings(source_format: mlir.SourceFormat, changes: dict[str, int]) -> list[Finding]:
@@ -118,14 +143,17 @@ def _format_findings(source_format: mlir.SourceFormat, changes: dict[str, int]) 
 
 
 def check(module: ModuleLike, *, target: str = DEFAULT_TARGET, trusted: bool = False,
-          all_positions: bool = False) -> Report:
+          all_positions: bool = False, neuron_cc_flags: str | None = None) -> Report:
     """No rewrite: every 64-bit use and every blocker for `target`, as findings.
     `trusted` as for `narrow`. Findings of ops without a source location are grouped per
     op and function with their first positions (`Finding.positions`); `all_positions`
-    lists every one (what `x64guard check --format json|sarif` asks for)."""
+    lists every one (what `x64guard check --format json|sarif` asks for).
+    On a Neuron target (`neuron-trn1`, `neuron-trn2`, `neuron-trn2-int64`) every predicted
+    neuronx-cc rejection is a finding whose kind is the compiler's code (`NCC_EVRF035`);
+    `neuron_cc_flags` are the compiler's flags (None: $NEURON_CC_FLAGS when it is set)."""
     working, _ = mlir.load(module, trusted=trusted)
     with _unreadable_as_value_error("check"):
-        return check_target(working, target, all_positions=all_positions)
+        return check_target(working, target, all_positions=all_positions, neuron_cc_flags=neuron_cc_flags)
 
 
 @contextlib.contextmanager

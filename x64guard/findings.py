@@ -64,6 +64,35 @@ class Kind(enum.StrEnum):
     # check's target profiles (x64guard/passes/patterns/profile.py)
     COMPLEX_TYPE = "complex-type"
     CUSTOM_CALL_UNKNOWN = "custom-call-unknown"
+    # the Neuron target profiles (x64guard/passes/patterns/neuron.py): neuronx-cc's own codes,
+    # and what jax-neuronx documents without one (rows of tables.NEURON_RULES)
+    NCC_ESFH002 = "NCC_ESFH002"
+    NCC_EVRF035 = "NCC_EVRF035"
+    NCC_EVRF060 = "NCC_EVRF060"
+    NCC_EVRF016 = "NCC_EVRF016"
+    NCC_EVRF061 = "NCC_EVRF061"
+    NCC_EVRF063 = "NCC_EVRF063"
+    NCC_EVRF062 = "NCC_EVRF062"
+    NCC_EVRF022 = "NCC_EVRF022"
+    NCC_EVRF013 = "NCC_EVRF013"
+    NCC_EVRF014 = "NCC_EVRF014"
+    NCC_EVRF004 = "NCC_EVRF004"
+    NCC_EVRF006 = "NCC_EVRF006"
+    NCC_EHCA005 = "NCC_EHCA005"
+    NCC_EUOC002 = "NCC_EUOC002"
+    NCC_EMOD025 = "NCC_EMOD025"
+    NCC_EVRF010 = "NCC_EVRF010"
+    NCC_EVRF011 = "NCC_EVRF011"
+    NCC_EVRF017 = "NCC_EVRF017"
+    NCC_EVRF018 = "NCC_EVRF018"
+    NCC_EVRF019 = "NCC_EVRF019"
+    NEURON_COND = "neuron-cond"
+    NEURON_DYNAMIC_WHILE = "neuron-dynamic-while"
+    NEURON_HOST_CALLBACK = "neuron-host-callback"
+    NEURON_SORT_COMPARATOR = "neuron-sort-comparator"
+    NEURON_REDUCE_PRECISION = "neuron-reduce-precision"
+    NEURON_VARIADIC_REDUCE = "neuron-variadic-reduce"
+    NEURON_THREEFRY = "neuron-threefry"
     # the library API (x64guard/api.py)
     SERIALIZED_CHLO = "serialized-chlo"
     # the front ends (x64guard/jax.py, x64guard/torch_xla.py)
@@ -78,6 +107,10 @@ class Kind(enum.StrEnum):
     SYNC_64BIT_TENSOR = "sync-64bit-tensor"
     INTERNAL = "internal"
 
+
+# The Neuron kinds neuronx-cc downcasts with a warning unless --implicit-integer-downcast says
+# otherwise (and EVRF035 on trn1 for int32).
+_NEURON_DOWNCAST_KINDS = frozenset({"NCC_EVRF035", "NCC_EVRF060", "NCC_EVRF061", "NCC_EVRF062", "NCC_EVRF063"})
 
 # kind -> (severities it is emitted with, who emits it, what it means). docs/design.md
 # points here; tests check that every kind has a row and every emitted kind is a Kind.
@@ -113,6 +146,12 @@ KIND_TABLE: dict[Kind, tuple[str, str, str]] = {
     Kind.LOW_WORD_MASK: ("info", "pass", "x & 0xFFFFFFFF before a 32-bit convert becomes x & -1"),
     Kind.COMPLEX_TYPE: ("error", "check", "complex values on a target without complex types"),
     Kind.CUSTOM_CALL_UNKNOWN: ("error", "check", "a custom_call target the target does not provide"),
+    **{kind: ("error, warning" if kind.value in _NEURON_DOWNCAST_KINDS else "error", "check, narrow (Neuron targets)",
+              f"neuronx-cc would reject it (tables.NEURON_RULES[{kind.value!r}]; docs/targets.md)")
+       for kind in Kind if kind.value.startswith("NCC_")},
+    **{kind: ("warning" if kind is Kind.NEURON_THREEFRY else "error", "check, narrow (Neuron targets)",
+              f"a jax-neuronx limit without a code (tables.NEURON_RULES[{kind.value!r}]; docs/targets.md)")
+       for kind in Kind if kind.value.startswith("neuron-")},
     Kind.SERIALIZED_CHLO: ("warning", "narrow", "a portable artifact whose CHLO ops were expanded for float64"),
     Kind.INPUT_OUT_OF_RANGE: ("error", "x64guard.jit, torch-xla", "a 64-bit input value outside the 32-bit range"),
     Kind.CALLBACK_RESULT_OUT_OF_RANGE: ("error", "x64guard.jit", "a host callback returned a value outside "

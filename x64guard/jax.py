@@ -43,7 +43,7 @@ from x64guard.errors import X64GuardError
 from x64guard.findings import Finding
 from x64guard.modes import Mode, resolve_mode, resolve_overflow
 from x64guard.settings import current_mode
-from x64guard.passes.tables import NARROW_NUMPY_DTYPE
+from x64guard.passes.tables import DEFAULT_TARGET, NARROW_NUMPY_DTYPE
 
 # The numpy side of the type map (the core's type table): what an input or output dtype becomes.
 NARROW_DTYPE: dict[np.dtype, np.dtype] = NARROW_NUMPY_DTYPE
@@ -58,20 +58,22 @@ _compat.exclude_from_user_frames(_PACKAGE_DIR)
 
 
 def jit(fun: Callable | None = None, *, mode: "Mode | str | None" = None, overflow: str = "error",
-        **jit_kwargs: Any) -> Callable:
+        target: str = DEFAULT_TARGET, **jit_kwargs: Any) -> Callable:
     """`jax.jit`, narrowed: usable as `x64guard.jit(f)`, `@x64guard.jit` and
     `@x64guard.jit(mode="error")`. Accepts what `jax.jit` accepts.
 
     mode: allow (run full width, 64-bit results), warn (narrow), error (refuse any 64-bit
     use at trace time). None: the mode in force when called (`x64guard.mode`,
     `x64guard.set_mode`, $X64GUARD_MODE, else warn).
+    target: the profile narrowed for (`x64guard.narrow`'s): on a Neuron target what
+    neuronx-cc would still reject refuses (mode error) or warns (mode warn) before compiling.
 
     Returns a function (wrapping `fun`) with `.lower(*args, **kwargs)`; its
     `.narrowed_function` is the `NarrowedFunction` behind it.
     """
     if fun is None:
-        return functools.partial(jit, mode=mode, overflow=overflow, **jit_kwargs)
-    return NarrowedFunction(fun, mode=mode, overflow=overflow, jit_kwargs=jit_kwargs).function
+        return functools.partial(jit, mode=mode, overflow=overflow, target=target, **jit_kwargs)
+    return NarrowedFunction(fun, mode=mode, overflow=overflow, jit_kwargs=jit_kwargs, target=target).function
 
 
 # ----------------------------------------------------------------------------- statics
@@ -547,8 +549,9 @@ class NarrowedFunction:
     a second call with the same signature neither retraces nor recompiles."""
 
     def __init__(self, fun: Callable, *, mode, overflow: str, jit_kwargs: dict,
-                 trace_dtypes: tuple | None = None):
+                 trace_dtypes: tuple | None = None, target: str = DEFAULT_TARGET):
         self._fun = fun
+        self._target = target
         self._mode = None if mode is None else resolve_mode(mode)
         self._overflow = resolve_overflow(overflow).value
         self._jit_kwargs = jit_kwargs
@@ -761,7 +764,7 @@ class NarrowedFunction:
         lowered = _compat.lower_traced(traced, _callbacks_at_32_bits(traced.jaxpr))
         convention = _compat.calling_convention(lowered)
         # JAX's own cached module: narrow works on a clone.
-        result = _narrow_at_user_line(convention.module, mode=mode, overflow=self._overflow)
+        result = _narrow_at_user_line(convention.module, mode=mode, overflow=self._overflow, target=self._target)
         trace_dtypes = tuple(s.dtype for s in specs)
         trace_out_dtypes = tuple(a.dtype for a in convention.out_avals)
         name = getattr(self._fun, "__name__", "fun")
@@ -794,7 +797,8 @@ class NarrowedFunction:
             derived = self._derived_functions.get(key)
             if derived is None:
                 derived = self._derived_functions[key] = NarrowedFunction(
-                    make(), mode=self._mode, overflow=self._overflow, jit_kwargs={}, trace_dtypes=trace_dtypes)
+                    make(), mode=self._mode, overflow=self._overflow, jit_kwargs={}, trace_dtypes=trace_dtypes,
+                    target=self._target)
         return derived
 
 

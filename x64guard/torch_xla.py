@@ -31,6 +31,7 @@ x64guard/_torch_xla_compat.py.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import functools
 import itertools
@@ -613,10 +614,24 @@ def _rng_refusal(error: X64GuardError) -> X64GuardError:
         "pass them in, or keep this graph in 64 bits (mode='allow').\n" + str(error), error.findings)
 
 
+# The target profile graphs are narrowed for (`target=` of the backend, compile and
+# narrow_exported), set around their trace.
+_TARGET = contextvars.ContextVar("x64guard_torch_xla_target", default="x32")
+
+
+@contextlib.contextmanager
+def _narrowing_for(target: str) -> Iterator[None]:
+    token = _TARGET.set(target)
+    try:
+        yield
+    finally:
+        _TARGET.reset(token)
+
+
 def _narrow_module(module, mode: Mode, overflow: str, sources: SourceMap | None) -> NarrowResult:
     """The core pass on torch-xla's module, findings placed at the model's lines."""
     try:
-        result = narrow(module, mode=mode, overflow=overflow)
+        result = narrow(module, mode=mode, overflow=overflow, target=_TARGET.get())
     except X64GuardError as exc:
         findings = locate_findings(exc.findings, sources)
         head = str(exc).split("\n", 1)[0]
@@ -1017,8 +1032,9 @@ class _CompiledGraph:
     `paths`, what to call its inputs in messages (dynamo's sources by default)."""
 
     def __init__(self, gm: torch.fx.GraphModule, mode: Mode | None, overflow: str, *, role: str = "graph",
-                 paths: Sequence[str] | None = None):
+                 paths: Sequence[str] | None = None, target: str = "x32"):
         self._gm = gm
+        self._target = target
         self._mode = mode
         self._overflow = overflow
         self.role = role
@@ -1045,9 +1061,10 @@ class _CompiledGraph:
                 spec = self._cache.get(key)
                 if spec is None:
                     run, nodes = _run_located(self._gm)
-                    spec = self._cache[key] = _trace(run, args, self._paths, _graph_attributes(self._gm), mode,
-                                                     self._overflow, self.device, expected=self._expected,
-                                                     nodes=nodes, path="backend")
+                    with _narrowing_for(self._target):
+                        spec = self._cache[key] = _trace(run, args, self._paths, _graph_attributes(self._gm), mode,
+                                                         self._overflow, self.device, expected=self._expected,
+                                                         nodes=nodes, path="backend")
         if spec.program is None:
             return _outputs(spec, [])
         checks: list = []
@@ -1105,7 +1122,8 @@ def _mutates(gm: torch.fx.GraphModule) -> bool:
     return False
 
 
-def _autograd_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, mode: Mode | None, overflow: str):
+def _autograd_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, mode: Mode | None, overflow: str,
+                      target: str = "x32"):
     """The graph through AOTAutograd, as torch-xla's own `openxla` backend goes (its
     forward, backward and inference graphs each narrowed like any graph): what training
     needs, and what applies in-place updates of inputs (optimizer steps, BatchNorm's
@@ -1131,7 +1149,7 @@ def _autograd_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, mode: 
 
     def compiler(role: str):
         def compile_graph(fx: torch.fx.GraphModule, examples: Sequence):
-            graph = _CompiledGraph(fx, mode, overflow, role=role, paths=paths_for(fx, role))
+            graph = _CompiledGraph(fx, mode, overflow, role=role, paths=paths_for(fx, role), target=target)
             _register_graph(graph)
             return make_boxed_func(graph)
 
@@ -1142,14 +1160,15 @@ def _autograd_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, mode: 
 
 
 def backend(gm: torch.fx.GraphModule, example_inputs: Sequence, *, mode: "Mode | str | None" = None,
-            overflow: str = "error", options: dict | None = None) -> Callable:
+            overflow: str = "error", options: dict | None = None, target: str = "x32") -> Callable:
     """The dynamo backend `x64guard`: `torch.compile(model, backend="x64guard")`.
 
     mode: allow (run the graph at full width, as torch-xla does), warn (narrow; one
     X64GuardWarning per graph), error (refuse any 64-bit use). None: the mode in force
     at each call (x64guard.mode / set_mode / $X64GUARD_MODE, else warn).
     `torch.compile(..., backend="x64guard", options={"mode": "error", "overflow": "saturate"})`
-    passes them through torch.compile.
+    passes them through torch.compile. target: the profile narrowed for (`x64guard.narrow`'s;
+    "neuron-trn2" reports what neuronx-cc would still reject), an option too.
 
     Graphs that need gradients (an input requires grad and grad mode is on) or write to
     their inputs in place (an optimizer step) go through AOTAutograd, as torch-xla's
@@ -1159,20 +1178,23 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence, *, mode: "Mode |
     options = dict(options or {})
     mode = options.pop("mode", mode)
     overflow = options.pop("overflow", overflow)
+    target = options.pop("target", target)
     if options:
-        raise TypeError(f"x64guard backend: unknown option(s) {sorted(options)}; it takes 'mode' and 'overflow'")
+        raise TypeError(f"x64guard backend: unknown option(s) {sorted(options)}; it takes 'mode', 'overflow' "
+                        "and 'target'")
     resolved = None if mode is None else resolve_mode(mode)
     policy = resolve_overflow(overflow).value
     needs_grad = torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad
                                                  for x in example_inputs)
     if needs_grad or _mutates(gm):
-        return _autograd_backend(gm, example_inputs, resolved, policy)
-    compiled = _CompiledGraph(gm, resolved, policy)
+        return _autograd_backend(gm, example_inputs, resolved, policy, target)
+    compiled = _CompiledGraph(gm, resolved, policy, target=target)
     _register_graph(compiled)
     return compiled
 
 
-def compile(model: Callable, *, mode: "Mode | str | None" = None, overflow: str = "error", **compile_kwargs):
+def compile(model: Callable, *, mode: "Mode | str | None" = None, overflow: str = "error", target: str = "x32",
+            **compile_kwargs):
     """`torch.compile(model, backend="x64guard")` with x64guard's mode and overflow policy:
     the graphs dynamo captures run narrowed on the XLA device.
 
@@ -1182,7 +1204,7 @@ def compile(model: Callable, *, mode: "Mode | str | None" = None, overflow: str 
     policy = resolve_overflow(overflow).value
 
     def x64guard_backend(gm, example_inputs, **kwargs):
-        return backend(gm, example_inputs, mode=resolved, overflow=policy, **kwargs)
+        return backend(gm, example_inputs, mode=resolved, overflow=policy, target=target, **kwargs)
 
     return torch.compile(model, backend=x64guard_backend, **compile_kwargs)
 
@@ -1278,7 +1300,8 @@ class NarrowedProgram:
         return _outputs(spec, tensors)
 
 
-def narrow_exported(exported_program, *, mode: "Mode | str | None" = None, overflow: str = "error") -> NarrowedProgram:
+def narrow_exported(exported_program, *, mode: "Mode | str | None" = None, overflow: str = "error",
+                    target: str = "x32") -> NarrowedProgram:
     """Narrow a `torch.export` program lowered by torch-xla, and return a callable that
     runs it on the XLA device (`.text`: the narrowed StableHLO; `.findings`, `.changes`).
 
@@ -1331,7 +1354,8 @@ def narrow_exported(exported_program, *, mode: "Mode | str | None" = None, overf
         finally:
             interpreter.env.clear()
 
-    spec = _trace(run, flat, paths, {}, resolved, policy, device, nodes=nodes, path="narrow_exported")
+    with _narrowing_for(target):
+        spec = _trace(run, flat, paths, {}, resolved, policy, device, nodes=nodes, path="narrow_exported")
     # Parameters, buffers and constants are narrowed once, from the host copies.
     for k, source in enumerate(spec.sources):
         if source.kind == "arg":

@@ -127,7 +127,7 @@ def test_sarif_fields_code_scanning_reads(sarif, f64_line):
     driver = run["tool"]["driver"]
     assert driver["name"] == "x64guard" and driver["version"] == x64guard.__version__
     rule_ids = [r["id"] for r in driver["rules"]]
-    assert set(rule_ids) == {"type-64bit", "complex-type"}
+    assert set(rule_ids) == {"type-64bit", "NCC_EVRF004"}  # neuron: neuronx-cc's codes (issue 23)
     assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == ROOT.as_uri() + "/"
     for result in run["results"]:
         assert rule_ids[result["ruleIndex"]] == result["ruleId"]
@@ -141,7 +141,7 @@ def test_sarif_fields_code_scanning_reads(sarif, f64_line):
     assert physical["artifactLocation"] == {"uri": REL_PROGRAMS, "uriBaseId": "%SRCROOT%"}
     column = int(cosine["properties"]["location"].rsplit(":", 1)[1])
     assert physical["region"] == {"startLine": f64_line, "startColumn": column}  # 1-based, as the core reports
-    assert {r["ruleId"] for r in run["results"] if "complex64" in r["properties"]["file"]} == {"complex-type"}
+    assert {r["ruleId"] for r in run["results"] if "complex64" in r["properties"]["file"]} == {"NCC_EVRF004"}
     (invocation,) = run["invocations"]
     assert invocation["executionSuccessful"] is False and invocation["exitCode"] == 2
     (note,) = invocation["toolExecutionNotifications"]

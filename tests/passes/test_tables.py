@@ -44,7 +44,7 @@ def test_unknown_or_single_precision_targets_have_no_rename(name):
 
 def test_profiles():
     assert not TARGET_PROFILES["x32"].allow_64bit
-    assert not TARGET_PROFILES["neuron"].allow_complex
+    assert TARGET_PROFILES["neuron"].neuron_chip == "trn2"  # complex types: the Neuron rules (EVRF004)
     assert TARGET_PROFILES["x64"].allow_64bit
 
 

@@ -46,8 +46,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"x64guard {x64guard.__version__}")
     sub = parser.add_subparsers(dest="subcommand", metavar="{check,narrow,gate}", parser_class=_Parser)
 
+    def neuron_flags(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--neuron-cc-flags", metavar="FLAGS", default=None,
+                       help="neuronx-cc's flags for a neuron-* target, written with '=': --neuron-cc-flags='--native-int64=enabled "
+                            "--implicit-integer-downcast=none' (default: $NEURON_CC_FLAGS when set)")
+
     def reporting(p: argparse.ArgumentParser) -> None:
         p.add_argument("--target", default="x32", choices=list(targets), help=f"target profile ({target_help})")
+        neuron_flags(p)
         p.add_argument("--format", default="text", choices=FORMATS,
                        help="text for people, json for scripts, sarif for code scanning, github for "
                             "workflow annotations (default: text)")
@@ -74,6 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "$X64GUARD_MODE); error: refuse any 64-bit use")
     narrow.add_argument("--overflow", choices=["error", "saturate", "wrap"], default="error",
                         help="constants a 32-bit type cannot hold (default: error)")
+    narrow.add_argument("--target", default="x32", choices=list(targets),
+                        help="target profile narrowed for; on a neuron-* target what neuronx-cc would still "
+                             "reject is listed after narrowing (default: x32)")
+    neuron_flags(narrow)
 
     gate = sub.add_parser("gate", help="run a command with JAX's IR dump on; check every module it compiled",
                           usage="x64guard gate [options] -- CMD [ARGS...]",
@@ -146,7 +156,8 @@ def _check(args) -> int:
         for index, path in enumerate(files):
             progress(index, path)
             run.files.append(check_file(path, args.target, stdin_data if path == "-" else None,
-                                        all_positions=args.format in ("json", "sarif")))
+                                        all_positions=args.format in ("json", "sarif"),
+                                        neuron_cc_flags=args.neuron_cc_flags))
     finally:
         progress.close()
     run.files = merge_repeated_compilations(run.files)  # a kept `gate` dump reads as the gate read it
@@ -160,7 +171,8 @@ def _gate(args, command: list[str]) -> int:
     # A machine-readable report on stdout must not mix with the command's own output.
     separate = args.output is None and args.format in ("json", "sarif")
     run = run_gate(command, target=args.target, fail_on=args.fail_on, keep=args.keep,
-                   command_stdout=sys.stderr if separate else None, progress_factory=Progress)
+                   command_stdout=sys.stderr if separate else None, progress_factory=Progress,
+                   neuron_cc_flags=args.neuron_cc_flags)
     return _emit(run, args)
 
 
@@ -199,7 +211,8 @@ def _narrow(args) -> int:
     def narrow(data, what: str = "the module"):
         nonlocal part
         part = what
-        results.append(x64guard.narrow(data, mode=args.mode, overflow=args.overflow))
+        results.append(x64guard.narrow(data, mode=args.mode, overflow=args.overflow, target=args.target,
+                                       neuron_cc_flags=args.neuron_cc_flags))
         return results[-1]
 
     with warnings.catch_warnings(record=True) as caught:

@@ -344,6 +344,7 @@ def to_sarif(run: Run) -> dict:
         "name": "".join(part.capitalize() for part in kind.split("-")),
         "shortDescription": {"text": f"x64guard {kind}"},
         "defaultConfiguration": {"level": _SARIF_LEVEL[levels[kind]]},
+        **_neuron_rule_text(kind),
     } for kind in kinds]
     results = []
     for module in run.modules:
@@ -371,6 +372,17 @@ def to_sarif(run: Run) -> dict:
             "properties": {"target": run.target, "failOn": run.fail_on},
         }],
     }
+
+
+def _neuron_rule_text(kind: str) -> dict:
+    """A Neuron code's trigger, documented fix and page (tables.NEURON_RULES)."""
+    from x64guard.passes.tables import NEURON_RULE
+
+    row = NEURON_RULE.get(kind)
+    if row is None:
+        return {}
+    return {"fullDescription": {"text": f"{row.trigger} (aws-neuron-sdk 2.32: {row.doc})"},
+            "help": {"text": f"fix: {row.fix}"}}
 
 
 def _artifact(path: str) -> dict:

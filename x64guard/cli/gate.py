@@ -79,7 +79,7 @@ def prepare_dump_dir(keep: str | None) -> Path:
 
 
 def run_gate(command: list[str], *, target: str, fail_on: str, keep: str | None = None,
-             command_stdout=None, progress_factory=None) -> Run:
+             command_stdout=None, progress_factory=None, neuron_cc_flags: str | None = None) -> Run:
     if not command:
         raise UsageError("gate needs a command after `--`, e.g. x64guard gate -- pytest -q")
     dump_root = prepare_dump_dir(keep)
@@ -100,7 +100,7 @@ def run_gate(command: list[str], *, target: str, fail_on: str, keep: str | None 
         for index, path in enumerate(files):
             if progress:
                 progress(index, path.name)
-            run.files.append(_check_dump(path, target, ephemeral=keep is None))
+            run.files.append(_check_dump(path, target, ephemeral=keep is None, neuron_cc_flags=neuron_cc_flags))
         if progress:
             progress.close()
         run.files = merge_repeated_compilations(run.files)
@@ -127,8 +127,8 @@ def _remove_if_empty(directory: Path) -> None:
         pass
 
 
-def _check_dump(path: Path, target: str, ephemeral: bool) -> FileResult:
-    result = check_file(str(path), target)
+def _check_dump(path: Path, target: str, ephemeral: bool, neuron_cc_flags: str | None = None) -> FileResult:
+    result = check_file(str(path), target, neuron_cc_flags=neuron_cc_flags)
     for module in result.modules:
         module.unit.ephemeral = ephemeral
     return result

@@ -166,11 +166,13 @@ def target_description(name: str) -> str:
     return TARGET_PROFILES[name].description
 
 
-def check_units(units: list[Unit], target: str, all_positions: bool = False) -> list[ModuleResult]:
-    return [check_unit(unit, target, all_positions) for unit in units]
+def check_units(units: list[Unit], target: str, all_positions: bool = False,
+                neuron_cc_flags: str | None = None) -> list[ModuleResult]:
+    return [check_unit(unit, target, all_positions, neuron_cc_flags) for unit in units]
 
 
-def check_unit(unit: Unit, target: str, all_positions: bool = False) -> ModuleResult:
+def check_unit(unit: Unit, target: str, all_positions: bool = False,
+               neuron_cc_flags: str | None = None) -> ModuleResult:
     """`all_positions`: groups of ops without a source location list every place (JSON,
     SARIF), not only the first few (text)."""
     try:
@@ -183,7 +185,7 @@ def check_unit(unit: Unit, target: str, all_positions: bool = False) -> ModuleRe
             unit.function = function_name(unit.name)
     if unit.origin is None and unit.function:
         unit.origin = call_site(module, unit.function)
-    report = x64guard.check(module, target=target, all_positions=all_positions)
+    report = x64guard.check(module, target=target, all_positions=all_positions, neuron_cc_flags=neuron_cc_flags)
     return ModuleResult(unit, list(report.findings))
 
 
@@ -210,12 +212,13 @@ def call_site(module, function: str) -> str | None:
     return None
 
 
-def check_file(path: str, target: str, data: bytes | None = None, all_positions: bool = False) -> FileResult:
+def check_file(path: str, target: str, data: bytes | None = None, all_positions: bool = False,
+               neuron_cc_flags: str | None = None) -> FileResult:
     result = FileResult("<stdin>" if path == "-" else path)
     try:
         units = read_units(path, data)
         result.format = units[0].format
-        result.modules = check_units(units, target, all_positions)
+        result.modules = check_units(units, target, all_positions, neuron_cc_flags)
     except InputError as exc:
         result.error = exc.reason
     return result

@@ -206,6 +206,7 @@ def apply_patterns(walked: WalkedOps, run: PassRun, patterns: Sequence[RewritePa
     every op collected stays valid; ops of a function a pattern drops are not looked at."""
     named, any_op = index_patterns(patterns)
     kept, claimed = run.kept_ops, run.claimed_ops
+    reporting = tuple(p for p in any_op if not p.converts_types)  # profile rules (check): they only report
     dropped = run.store.dropped_functions
     ctx = OpContext(None, "", (), run)  # one context, pointed at each op in turn
     index = 0
@@ -213,9 +214,11 @@ def apply_patterns(walked: WalkedOps, run: PassRun, patterns: Sequence[RewritePa
         index += 1
         if dropped and function in dropped and name != "builtin.module":
             continue  # a restored composite's decomposition: erased after the walk
-        if kept and op in kept:
-            continue  # the RNG state: its types stay
         ctx.op, ctx.name, ctx.result_types, ctx.function, ctx.op_index = op, name, op.results.types, function, index
+        if kept and op in kept:  # the RNG state: its types stay; only the reporting rules look at it
+            for pattern in reporting:
+                pattern.match_and_rewrite(op, ctx)
+            continue
         keep_types = False
         candidates = named.get(name)
         if candidates is not None and not (claimed and op in claimed):

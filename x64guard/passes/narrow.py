@@ -60,13 +60,14 @@ class NarrowX64Pass:
     def __init__(self, *, overflow: str = "error", record_only: bool = False, dtype_constants: bool = True,
                  profile: TargetProfile | None = None, rewrite_exact_idioms: bool = True,
                  extra_patterns: Sequence[RewritePattern] = (), types: TypeReport = NARROWED,
-                 all_positions: bool = False, errors_note: str | None = None):
+                 all_positions: bool = False, errors_note: str | None = None, note_kinds: frozenset | None = None):
         self.overflow = overflow
         self.record_only = record_only
         self.profile = profile or TARGET_PROFILES[DEFAULT_TARGET]
         self.types = types
         self.all_positions = all_positions
         self.errors_note = errors_note
+        self.note_kinds = note_kinds
         self.patterns: tuple[RewritePattern, ...] = (
             *extra_patterns,
             *(p for p in SPECIAL_PATTERNS if dtype_constants or not isinstance(p, ReplaceDtypeConstants)),
@@ -90,7 +91,8 @@ class NarrowX64Pass:
             legality = Legality(run) if rewriter.mutates else None
             apply_patterns(walked, run, self.patterns, legality.check_op if legality else None)
             created = rewriter.finish(module)
-            findings = store.findings(self.types, all_positions=self.all_positions, errors_note=self.errors_note)
+            findings = store.findings(self.types, all_positions=self.all_positions, errors_note=self.errors_note,
+                                    note_kinds=self.note_kinds)
             if legality is not None and not any(f.severity is Severity.ERROR for f in findings):
                 legality.check_ops(created)
                 legality.raise_first()

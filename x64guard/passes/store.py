@@ -40,6 +40,10 @@ class TypeReport:
     kind: Kind
     severity: Severity
     message: str
+    # Changes the target accepts as they are ("i64->i32": a Neuron chip running int64
+    # natively): a group of only these is reported as info, with `accepted_message`.
+    accepted: frozenset[str] = frozenset()
+    accepted_message: str = ""
 
 
 NARROWED = TypeReport(Kind.TYPE_NARROWED, Severity.INFO, "narrowed {changes}")
@@ -111,15 +115,16 @@ class FindingsStore:
         return dict(out)
 
     def findings(self, types: TypeReport = NARROWED, *, all_positions: bool = False,
-                 errors_note: str | None = None) -> list[Finding]:
+                 errors_note: str | None = None, note_kinds: frozenset | None = None) -> list[Finding]:
         """Reports, then narrowed types, grouped. `errors_note`: report errors as info with
-        this note (a target that accepts 64-bit types: they only matter if narrowed)."""
+        this note (a target that accepts 64-bit types: they only matter if narrowed), for
+        every kind or only those in `note_kinds`."""
         listed = None if all_positions else FIRST_POSITIONS
         out = []
         for (kind, severity, op_name, function, message), places in self._reports.items():
             if function in self.dropped_functions:
                 continue
-            if errors_note is not None and severity is Severity.ERROR:
+            if errors_note is not None and severity is Severity.ERROR and (note_kinds is None or kind in note_kinds):
                 severity, message = Severity.INFO, message + errors_note
             groups: dict = {}
             for location, op_index in places:
@@ -153,7 +158,10 @@ class FindingsStore:
         for (op_name, place), group in groups.items():
             summary = ", ".join(k + (f" x{n}" if n > 1 else "") for k, n in sorted(group.changes.items()))
             group.count = sum(group.changes.values())
-            out.append(self._finding(types.kind, types.severity, op_name, types.message.format(changes=summary),
+            severity, message = types.severity, types.message
+            if types.accepted and set(group.changes) <= types.accepted:
+                severity, message = Severity.INFO, types.accepted_message
+            out.append(self._finding(types.kind, severity, op_name, message.format(changes=summary),
                                      place, group, place[1] if isinstance(place, tuple) else None))
         return out
 
