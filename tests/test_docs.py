@@ -49,7 +49,7 @@ BLOCK_MARK = "\x1e-x64guard-doc-block-\x1e"
 SLOW_PYTHON = {"README.md", "torch.md", "torch_xla.md"}
 SLOW_CONSOLE = {"README.md", "cli.md", "constants.md"}
 # Their python blocks import torch or torch-xla: not run by `make test-matrix`.
-TORCH_PYTHON = {"README.md", "torch.md", "torch_xla.md"}
+TORCH_PYTHON = {"README.md", "torch.md", "torch_xla.md", "targets.md"}
 
 
 @dataclasses.dataclass

@@ -21,7 +21,7 @@ TORCH_XLA_PROGRAMS = {"NCC_EVRF062"}  # importing torch-xla: seconds
 
 
 def codes(table) -> list:
-    return [pytest.param(code, marks=pytest.mark.slow) if code in TORCH_XLA_PROGRAMS else code
+    return [pytest.param(code, marks=[pytest.mark.slow, pytest.mark.torch]) if code in TORCH_XLA_PROGRAMS else code
             for code in sorted(table)]
 
 
@@ -135,6 +135,7 @@ def test_jit_refuses_or_warns_before_compiling():
 
 
 @pytest.mark.slow
+@pytest.mark.torch
 def test_torch_xla_backend_takes_the_target():
     import torch
 
@@ -148,6 +149,7 @@ def test_torch_xla_backend_takes_the_target():
 
 
 @pytest.mark.slow
+@pytest.mark.torch
 def test_narrow_exported_takes_the_target():
     import torch
 

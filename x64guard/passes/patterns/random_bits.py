@@ -159,13 +159,30 @@ def _last_axis_range(op: ir.Operation | None) -> tuple[int, int] | None:
     return starts[-1], limits[-1]
 
 
+def _before_unit_axes(value: ir.Value) -> ir.Value:
+    """`value` before reshapes and broadcasts that only add or drop unit axes (the same
+    elements in the same order: vmap's layout of a batch of keys)."""
+    for _ in range(4):
+        op = producer(value)
+        if op is None or op.name not in ("stablehlo.reshape", "stablehlo.broadcast_in_dim"):
+            return value
+        source, result = shape_of(op.operands[0].type), shape_of(op.results[0].type)
+        if source is None or result is None or int(np.prod(source)) != int(np.prod(result)):
+            return value
+        if op.name == "stablehlo.broadcast_in_dim":
+            dims = list(ir.DenseI64ArrayAttr(op.attributes["broadcast_dimensions"]))
+            if dims != sorted(dims):
+                return value
+        value = op.operands[0]
+    return value
+
+
 def _key_words_in_order(kernel: ir.Operation) -> bool:
     """The kernel's two key operands are words 0 and 1 of one key (slices of the same
     value along its last axis, reshaped), as jax.random passes them: the words x32 JAX
     draws come from the key in that order."""
     def source(value: ir.Value) -> tuple[ir.Value, tuple[int, int]] | None:
-        reshaped = producer(value, "stablehlo.reshape")
-        sliced = producer(reshaped.operands[0] if reshaped is not None else value, "stablehlo.slice")
+        sliced = producer(_before_unit_axes(value), "stablehlo.slice")
         span = _last_axis_range(sliced)
         return None if span is None else (sliced.operands[0], span)
 
