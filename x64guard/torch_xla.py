@@ -54,11 +54,12 @@ from torch.utils import _pytree as pytree  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from x64guard import mlir as xmlir  # noqa: E402
+from x64guard._torch_xla_overflow import OverflowChecks, describe, guard  # noqa: E402
 from x64guard._torch_xla_rng import (STATE_LOCATION, RngStateError, RngStates, extract_rng_states,  # noqa: E402
                                      openxla_next_seed)  # noqa: E402
 from x64guard._torch_xla_source import SourceMap, locate_findings, run_node_by_node  # noqa: E402
 from x64guard.api import NarrowResult, narrow  # noqa: E402
-from x64guard.errors import X64GuardError  # noqa: E402
+from x64guard.errors import X64GuardError, X64GuardWarning  # noqa: E402
 from x64guard.findings import Finding, Severity, format_findings  # noqa: E402
 from x64guard.modes import Mode, resolve_mode, resolve_overflow  # noqa: E402
 from x64guard.passes.tables import NARROW_TORCH_DTYPE  # noqa: E402
@@ -303,12 +304,38 @@ class _BoundaryCache:
         with self._lock:
             entries[key] = [weakref.ref(x, forget), data, x.detach().clone(), narrowed, _xc.buffer_id(x)]
 
+    def put_alias(self, x: torch.Tensor, data: str, narrowed: torch.Tensor) -> None:
+        """`x` is `narrowed` widened by a pending convert (to_device's int64 ids)."""
+        key = id(x)
+        entries = self._entries
+
+        def forget(ref, key=key) -> None:
+            current = entries.get(key)
+            if current is not None and current[0] is ref:
+                entries.pop(key, None)
+
+        with self._lock:
+            entries[key] = [weakref.ref(x, forget), data, None, narrowed, _ID_TENSOR]
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
 
 
 _BOUNDARY = _BoundaryCache()
+
+
+def _narrow_alias(x: torch.Tensor) -> torch.Tensor | None:
+    """The int32 device data behind an int64 tensor `to_device` made (int64 as PyTorch
+    sees it, a pending convert of int32 device data as XLA holds it), while the tensor
+    still holds exactly that; else None."""
+    entry = _BOUNDARY._entries.get(id(x))
+    if entry is None or entry[0]() is not x or entry[4] != _ID_TENSOR or entry[1] != _xc.data_id(x):
+        return None
+    return entry[3]
+
+
+_ID_TENSOR = "to_device"   # the buffer-id slot of the _BOUNDARY entries `to_device` makes
 
 
 def _range_error(path: str, value: int, dtype: torch.dtype) -> X64GuardError:
@@ -352,6 +379,9 @@ def _narrow_on_device(x: torch.Tensor, dtype: torch.dtype, path: str, device: st
     With `checks`, the range check is left to the caller (`_verify`), which reads the
     bounds after it has dispatched the program, so that the two overlap; the caller
     raises before it returns anything."""
+    alias = _narrow_alias(x)
+    if alias is not None:     # an id tensor made by to_device: its int32 data, no device cast
+        return alias
     pending = _xc.needs_materialization([x])[0]
     data = None if pending else _xc.data_id(x)
     if data is not None:
@@ -449,8 +479,11 @@ class _Program:
     """
 
     def __init__(self, module_text: str, in_types: Sequence[tuple[tuple[int, ...], torch.dtype]],
-                 device: torch.device, counted: bool = True):
+                 device: torch.device, counted: bool = True, checks: OverflowChecks | None = None):
         self.name = f"x64guard_{next(_PROGRAM_IDS)}"
+        # int64 arithmetic checked at run time (x64guard/_torch_xla_overflow.py): the module's
+        # last result holds one flag per check, read after each call
+        self.checks = checks if checks else None
         self.in_types = [(tuple(shape), dtype) for shape, dtype in in_types]
         self.device = device
         self.device_str = str(device)
@@ -477,12 +510,32 @@ class _Program:
         if True in pending:  # lazy inputs: execute their own graphs first, as torch-xla's dynamo backend does
             _xc.materialize([t for t, p in zip(ordered, pending) if p], self.device_str)
         try:
-            return _xc.run_cached(self.graph, ordered)
+            results = _xc.run_cached(self.graph, ordered)
         except RuntimeError as exc:  # evicted from torch-xla's computation cache: compile again
             if "cache" not in str(exc).lower() and "not found" not in str(exc).lower():
                 raise
             self._compile()
-            return _xc.run_cached(self.graph, ordered)
+            results = _xc.run_cached(self.graph, ordered)
+        if self.checks is not None:
+            _raise_on_overflow(self.checks, results.pop())
+        return results
+
+
+def _raise_on_overflow(checks: OverflowChecks, flags: torch.Tensor) -> None:
+    """Raise, before any result is returned, when a checked int64 op of the program left
+    int32's range on this call (eager PyTorch would have computed it at int64)."""
+    hit = flags.cpu().reshape(-1).tolist()
+    if not any(hit):
+        return
+    places = [describe(checks.locations[k]) for k, flag in enumerate(hit) if flag]
+    message = (f"int64 arithmetic at {places[0]}" + (f" (and {len(places) - 1} more place(s))" if len(places) > 1
+                                                     else "") +
+               " produced a value int32 cannot hold on this call; eager PyTorch computes it at int64, and the "
+               "narrowed program would have wrapped. x64guard refuses rather than return a different answer. "
+               "Keep the values in int32's range (a hash: reduce the operands modulo the table size first), "
+               "compute this in a float dtype, or run the graph in 64 bits (mode='allow')")
+    findings = [Finding("integer-overflow", Severity.ERROR, "arithmetic", place, message) for place in places[:1]]
+    raise X64GuardError(f"x64guard.torch_xla: {message}", findings)
 
 
 # ============================================================================ torch-xla's spelling
@@ -752,7 +805,9 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
     def path_of(i: int) -> str:
         return paths[i] if i < len(paths) else f"input {i}"
 
-    lazy = [args[i] for i in positions if args[i].device.type == "xla"]
+    aliases = {i: _narrow_alias(args[i]) for i in positions if args[i].device.type == "xla"} if not keep_wide \
+        else {}
+    lazy = [args[i] for i in positions if args[i].device.type == "xla" and aliases.get(i) is None]
     if lazy:
         flags = _xc.needs_materialization(lazy)
         _xc.materialize([t for t, pending in zip(lazy, flags) if pending], device_str)
@@ -760,7 +815,9 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
     with _xc.device_data_transfers():
         for i in positions:
             a = args[i].detach()
-            if a.device.type == "xla":
+            if aliases.get(i) is not None:
+                base = aliases[i].clone()     # traced widened below, like a host input
+            elif a.device.type == "xla":
                 base = a.clone()
             elif not keep_wide and a.dtype in NARROW_DTYPE:
                 base = _narrow_on_host(a, NARROW_DTYPE[a.dtype], path_of(i), overflow).to(device)
@@ -770,7 +827,8 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
             buffer = _xc.buffer_id(base)
             if buffer is not None:
                 owners.setdefault(buffer, ("arg", i))
-            want = a.dtype if a.device.type != "xla" else (expected[i] if expected and i < len(expected) else None)
+            want = a.dtype if a.device.type != "xla" or aliases.get(i) is not None else (
+                expected[i] if expected and i < len(expected) else None)
             if want is not None and want is not base.dtype and NARROW_DTYPE.get(want) is base.dtype:
                 trace_args[i] = base.to(want)     # a convert in the graph, removed by the core pass
             else:
@@ -827,6 +885,7 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
     sources_map = SourceMap(nodes) if nodes is not None else None
     if sources_map is not None:
         sources_map.relocate(module)
+    checks = guard(module) if not keep_wide else None
     result = _narrow_module(module, mode, overflow, sources_map)
 
     input_ids = {_xc.tensor_id(t) for i in positions for t in (args[i], bases[i], trace_args[i])
@@ -854,7 +913,7 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
         in_types.append((rng.input_shape(), torch.int32))
     del outputs, leaves, out_tensors, values, trace_args, bases
     with _torch_xla_failures(path, "compiling the narrowed program"):
-        program = _Program(result.text, in_types, device)
+        program = _Program(result.text, in_types, device, checks=checks)
     return _Specialization(program, sources, dtypes, out_spec, out_leaves, result, text, rng=rng).prepare()
 
 
@@ -1393,15 +1452,25 @@ def _value_to_device(value: Any, target: torch.device, path: str):
     return value
 
 
-def _tensor_to_device(x: torch.Tensor, target: torch.device, path: str) -> torch.Tensor:
+def _tensor_to_device(x: torch.Tensor, target: torch.device, path: str, keep_integer_dtype: bool = True
+                      ) -> torch.Tensor:
     x = x.detach()
     narrow = NARROW_DTYPE.get(x.dtype)
     if narrow is None:
         return x.to(target)
+    wide = x.dtype
     if x.device.type != "cpu":
         x = x.cpu()   # already on a device at 64 bits: narrowed on the host, not by a 64-bit device graph
     with _xc.device_data_transfers():
-        return _narrow_on_host(x, narrow, path).to(target)
+        moved = _narrow_on_host(x, narrow, path).to(target)
+    if not keep_integer_dtype or wide not in _INTEGER_NARROW:
+        return moved
+    # int64 data stays int64 as PyTorch sees it (one_hot, cross_entropy's targets, int64
+    # arithmetic: eager's semantics), while XLA holds the int32 data: a pending convert
+    # that x64guard's programs read through (_narrow_alias), never executed by them.
+    widened = moved.to(wide)
+    _BOUNDARY.put_alias(widened, _xc.data_id(widened), moved)
+    return widened
 
 
 def _module_to_device(module: torch.nn.Module, target: torch.device) -> torch.nn.Module:
@@ -1410,11 +1479,11 @@ def _module_to_device(module: torch.nn.Module, target: torch.device) -> torch.nn
     memo: dict[int, Any] = {}
     for name, parameter in module.named_parameters(remove_duplicate=False):
         if id(parameter) not in memo:
-            moved = _tensor_to_device(parameter, target, f"parameter {name}")
+            moved = _tensor_to_device(parameter, target, f"parameter {name}", keep_integer_dtype=False)
             memo[id(parameter)] = torch.nn.Parameter(moved, requires_grad=parameter.requires_grad)
     for name, buffer in module.named_buffers(remove_duplicate=False):
         if id(buffer) not in memo:
-            memo[id(buffer)] = _tensor_to_device(buffer, target, f"buffer {name}")
+            memo[id(buffer)] = _tensor_to_device(buffer, target, f"buffer {name}", keep_integer_dtype=False)
     return copy.deepcopy(module, memo)
 
 
@@ -1465,8 +1534,30 @@ def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") 
     resolved = resolve_mode(mode)
     policy = resolve_overflow(overflow).value
     device = _device()
+    if keep:
+        _sync_tensors(_pending_tensors(keep), resolved, policy, device)
+        return
+    # No arguments, the drop-in for torch_xla.sync(): every pending XLA tensor.
+    _sync_tensors(_live_pending_tensors(young_only=True), resolved, policy, device)
+    left = _left_pending(str(device))
+    if left:    # something older than the last collections, or never seen: look everywhere
+        _sync_tensors(_live_pending_tensors(young_only=False, wanted=set(left)), resolved, policy, device)
+        left = _left_pending(str(device))
+    if left:
+        shapes = ", ".join(shape for shape in list(left.values())[:6]) + (", ..." if len(left) > 6 else "")
+        finding = Finding("sync-pending", Severity.WARNING, "sync", "the lazy step",
+                          f"{len(left)} XLA tensor(s) with pending computations ({shapes}) have no Python object "
+                          "x64guard.torch_xla.sync can find (autograd's internals, a tensor held only by C++); "
+                          "torch-xla will compute them at full width, unnarrowed, when they are read or at its own "
+                          "next sync. Name what the step must keep: x64guard.torch_xla.sync(model, optimizer, loss)")
+        import warnings
+
+        warnings.warn(X64GuardWarning(f"x64guard.torch_xla.sync: {finding.message}"), stacklevel=2)
+
+
+def _sync_tensors(tensors: list[tuple[str, torch.Tensor, bool]], resolved: Mode, policy: str,
+                  device: torch.device) -> None:
     device_str = str(device)
-    tensors = _pending_tensors(keep)
     if not tensors:
         return
     wide = [f"{path} ({t.dtype})" for path, t, state in tensors if state and t.dtype in NARROW_DTYPE]
@@ -1528,9 +1619,65 @@ def _pending_tensors(keep: Sequence[Any]) -> list[tuple[str, torch.Tensor, bool]
 
     for k, value in enumerate(keep):
         add(f"argument {k}", value)
-    items = list(found.values())
+    items = [item for item in found.values() if _narrow_alias(item[1]) is None]   # to_device's ids stay as they are
     flags = _xc.needs_materialization([t for _, t, _ in items]) if items else []
     return [item for item, pending in zip(items, flags) if pending]
+
+
+_LONG_LIVED: dict[int, weakref.ref] = {}   # XLA tensors scans found, in the order first found
+
+
+def _live_pending_tensors(young_only: bool, wanted: set[int] | None = None) -> list[tuple[str, torch.Tensor, bool]]:
+    """Every live XLA tensor with pending IR that Python holds: the tensors scans found
+    before (parameters, optimizer state: long-lived; first, in a stable order, so that
+    each step lowers the same graph), those of the garbage
+    collector's young generations (what the step made), and the gradients of parameters;
+    with `young_only=False`, every object the collector tracks (slow: about 0.3 s with
+    transformers loaded; done when torch-xla's report says something stayed pending).
+    `wanted`: torch-xla tensor ids to look for."""
+    import gc
+
+    candidates: dict[int, torch.Tensor] = {}
+    for key, ref in list(_LONG_LIVED.items()):
+        tensor = ref()
+        if tensor is None:
+            _LONG_LIVED.pop(key, None)
+        else:
+            candidates[key] = tensor
+    generations = (0, 1) if young_only else (None,)
+    for generation in generations:
+        objects = gc.get_objects() if generation is None else gc.get_objects(generation)
+        for obj in objects:
+            if isinstance(obj, torch.Tensor) and obj.device.type == "xla" and id(obj) not in candidates:
+                candidates[id(obj)] = obj
+                _LONG_LIVED[id(obj)] = weakref.ref(obj)   # seen once: found again when older
+        del objects
+    for tensor in list(candidates.values()):
+        grad = tensor.grad if isinstance(tensor, torch.nn.Parameter) or tensor.is_leaf else None
+        if isinstance(grad, torch.Tensor) and grad.device.type == "xla":
+            candidates.setdefault(id(grad), grad)
+    tensors = [t for t in candidates.values() if _narrow_alias(t) is None]
+    if wanted is not None:
+        tensors = [t for t in tensors if _xc.tensor_id(t) in wanted]
+    if not tensors:
+        return []
+    flags = _xc.needs_materialization(tensors)
+    return [(_live_name(t), t, isinstance(t, torch.nn.Parameter)) for t, pending in zip(tensors, flags) if pending]
+
+
+def _live_name(tensor: torch.Tensor) -> str:
+    kind = "a parameter" if isinstance(tensor, torch.nn.Parameter) else "a tensor"
+    return f"{kind} {str(tensor.dtype).removeprefix('torch.')}{list(tensor.shape)}"
+
+
+def _left_pending(device: str) -> dict[int, str]:
+    """torch-xla tensor id -> shape of every XLA tensor still pending, but to_device's ids."""
+    aliases = set()
+    for entry in list(_BOUNDARY._entries.values()):
+        tensor = entry[0]()
+        if tensor is not None and entry[4] == _ID_TENSOR and entry[1] == _xc.data_id(tensor):
+            aliases.add(_xc.tensor_id(tensor))
+    return {tensor_id: shape for tensor_id, shape in _xc.pending_tensor_report(device) if tensor_id not in aliases}
 
 
 def _read_lowering(bytecode: bytes, ids: list, out_dtypes: list, advice: str = ""):
@@ -1558,8 +1705,9 @@ def _compile_lazy(pending: list[torch.Tensor], ids: list, values: list, mode: Mo
     with _torch_xla_failures("sync", "lowering the lazy graph"):
         bytecode = _xc.stablehlo_bytecode(pending, device_str)
     module, text, seed_index, rng = _read_lowering(bytecode, ids, [t.dtype for t in pending])
-    result = _narrow_module(module, mode, overflow, None)
     keep_wide = mode is Mode.ALLOW
+    checks = guard(module) if not keep_wide else None
+    result = _narrow_module(module, mode, overflow, None)
     dtypes, in_types = [], []
     for k, value in enumerate(values):
         if k == seed_index:
@@ -1570,5 +1718,5 @@ def _compile_lazy(pending: list[torch.Tensor], ids: list, values: list, mode: Mo
     if rng is not None:
         in_types.append((rng.input_shape(), torch.int32))
     with _torch_xla_failures("sync", "compiling the narrowed program"):
-        program = _Program(result.text, in_types, device)
+        program = _Program(result.text, in_types, device, checks=checks)
     return _LazyProgram(program, dtypes, seed_index, rng, result, text)
