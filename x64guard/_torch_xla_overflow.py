@@ -13,15 +13,18 @@ add body, integer dot_general, scatter with an add body):
   constants, iota, comparisons, converts from narrower types, remainders, slices,
   selects, min/max and the like narrow that range further (positions made from `arange`
   plus an offset, the sign fix-up of a Python-style remainder, argmax indices);
-* what it cannot prove gets a check computed beside it in float32 (a type the program
-  keeps): the op's result in float32 for elementwise ops, a bound (count x largest
-  magnitude) for sums. The checks form one extra bool result of the program, read
-  after each call: a set flag raises `X64GuardError` (`integer-overflow`) naming the
-  op and the model's line, before any result is returned. Never a wrapped value.
+* what it cannot prove gets a check computed beside it. Elementwise ops are checked
+  exactly, in the narrowed program's own int32 arithmetic (the sign rule of two's
+  complement for add and subtract, r / a == b for multiply, INT_MIN for negate, abs and
+  divide by -1); sums (and power, shift_left) get a bound in float32, a type the program
+  keeps: count x largest magnitude >= 2**31 * (1 - 2**-20). The checks form one extra
+  bool result of the program, read after each call: a set flag raises `X64GuardError`
+  (`integer-overflow`) naming the model's line, before any result is returned. Never a
+  wrapped value.
 
-The float32 checks are conservative: a value within 1/2**20 of int32's limits (about
-2000) counts as overflowing, and a sum whose bound exceeds int32 is refused even when
-its terms cancel. Refused, never wrong.
+The bound of a sum is conservative: a sum whose count x largest term reaches int32's
+limit is refused even when its terms cancel or its true value is just below the limit.
+Refused, never wrong.
 
 Unsigned 64-bit values (torch-xla's random-number words) are not this module's: the
 core keeps or refuses them.
@@ -152,10 +155,13 @@ class _Guard:
         return self._op("stablehlo.convert", self._f32(shape), [value])
 
     def _reduce(self, value, body: str, init: float):
-        """`value` (float32, any shape) reduced to a scalar with max or add."""
+        """`value` (float32 or i1, any shape) reduced to a scalar with `body` (max, or)."""
         shape = ir.RankedTensorType(value.type).shape
-        scalar = self._f32([])
-        start = self._scalar(init, [])
+        element = ir.RankedTensorType(value.type).element_type
+        scalar = ir.RankedTensorType.get([], element)
+        start = self._scalar(init, []) if isinstance(element, ir.F32Type) else self._op(
+            "stablehlo.constant", scalar, [], {"value": ir.DenseElementsAttr.get_splat(
+                scalar, ir.IntegerAttr.get(element, 0))})
         reduce = ir.Operation.create("stablehlo.reduce", results=[scalar], operands=[value, start],
                                      attributes={"dimensions": ir.DenseI64ArrayAttr.get(list(range(len(shape))))},
                                      regions=1)
@@ -176,6 +182,56 @@ class _Guard:
         limit = self._scalar(_THRESHOLD, [])
         flag = self._op("stablehlo.compare", bool_type, [magnitude, limit], {
             "comparison_direction": ir.Attribute.parse("#stablehlo<comparison_direction GE>")})
+        self._record(op, flag)
+
+    # exact checks in the narrowed program's own integer arithmetic: the ops below are
+    # written at 64 bits and narrowed with the rest, so they test what the int32 op did
+    def _i64(self, value: int, like):
+        tensor = ir.RankedTensorType(like.type)
+        return self._op("stablehlo.constant", tensor, [], {"value": ir.DenseElementsAttr.get_splat(
+            tensor, ir.IntegerAttr.get(tensor.element_type, value))})
+
+    def _bool(self, like):
+        return ir.RankedTensorType.get(ir.RankedTensorType(like.type).shape, ir.IntegerType.get_signless(1))
+
+    def _cmp(self, a, b, direction: str):
+        return self._op("stablehlo.compare", self._bool(a), [a, b], {
+            "comparison_direction": ir.Attribute.parse(f"#stablehlo<comparison_direction {direction}>")})
+
+    def _exact_check(self, op) -> None:
+        """add/subtract: the sign rule of two's complement (the result's sign differs from
+        both operands' for add, from a's and not b's for subtract); multiply: r / a != b
+        for a != 0, or -1 * INT_MIN; negate and abs: INT_MIN; divide: INT_MIN / -1."""
+        name = op.name
+        operands = list(op.operands)
+        r = op.results[0]
+        a = operands[0]
+        t = a.type
+        if name in ("stablehlo.add", "stablehlo.subtract"):
+            b = operands[1]
+            ar = self._op("stablehlo.xor", t, [a, r])
+            other = self._op("stablehlo.xor", t, [b, r] if name == "stablehlo.add" else [a, b])
+            both = self._op("stablehlo.and", t, [ar, other])
+            bad = self._cmp(both, self._i64(0, a), "LT")
+        elif name == "stablehlo.multiply":
+            b = operands[1]
+            zero, one = self._i64(0, a), self._i64(1, a)
+            nonzero = self._cmp(a, zero, "NE")
+            safe_a = self._op("stablehlo.select", t, [nonzero, a, one])
+            back = self._op("stablehlo.divide", t, [r, safe_a])
+            differs = self._op("stablehlo.and", self._bool(a), [nonzero, self._cmp(back, b, "NE")])
+            corner = self._op("stablehlo.and", self._bool(a), [self._cmp(a, self._i64(-1, a), "EQ"),
+                                                                 self._cmp(b, self._i64(I32_MIN, a), "EQ")])
+            bad = self._op("stablehlo.or", self._bool(a), [differs, corner])
+        elif name in ("stablehlo.negate", "stablehlo.abs"):
+            bad = self._cmp(a, self._i64(I32_MIN, a), "EQ")
+        else:  # divide
+            b = operands[1]
+            bad = self._op("stablehlo.and", self._bool(a), [self._cmp(a, self._i64(I32_MIN, a), "EQ"),
+                                                             self._cmp(b, self._i64(-1, a), "EQ")])
+        self._record(op, self._reduce(bad, "stablehlo.or", 0))
+
+    def _record(self, op, flag) -> None:
         self.flags.append(flag)
         self.locations.append(str(op.location))
 
@@ -239,23 +295,23 @@ class _Guard:
                 products = (a0 * b0, a0 * b1, a1 * b0, a1 * b1)
                 lo, hi = min(products), max(products)
             if not _fits(lo, hi):
-                self._elementwise_check(op, name)
+                self._exact_check(op)
             self.ranges[out] = _clip(lo, hi)
         elif name == "stablehlo.negate":
             lo, hi = -r[0][1], -r[0][0]
             if not _fits(lo, hi):
-                self._elementwise_check(op, name)
+                self._exact_check(op)
             self.ranges[out] = _clip(lo, hi)
         elif name == "stablehlo.abs":
             lo = 0 if r[0][0] <= 0 <= r[0][1] else min(abs(r[0][0]), abs(r[0][1]))
             hi = max(abs(r[0][0]), abs(r[0][1]))
             if not _fits(lo, hi):
-                self._elementwise_check(op, name)
+                self._exact_check(op)
             self.ranges[out] = _clip(lo, hi)
         elif name == "stablehlo.divide":
             (a0, a1), (b0, b1) = r
             if a0 <= I32_MIN and b0 <= -1 <= b1:
-                self._elementwise_check(op, name)
+                self._exact_check(op)
             big = max(abs(a0), abs(a1))
             self.ranges[out] = _clip(-big, big)
         elif name == "stablehlo.remainder":

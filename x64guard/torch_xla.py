@@ -503,9 +503,11 @@ class _Program:
         self.graph = _xc.graph_hash(outputs)
         _xc.warm_up(outputs)
 
-    def run(self, ordered: list[torch.Tensor]) -> list[torch.Tensor]:
+    def run(self, ordered: list[torch.Tensor], before_checks: Callable[[], None] | None = None) -> list[torch.Tensor]:
         """Run on XLA tensors given in the graph's parameter order (`self.order[j]` is the
-        module parameter that graph parameter j takes)."""
+        module parameter that graph parameter j takes). `before_checks` runs after the
+        program is dispatched and before its overflow flags are read (the range checks of
+        its inputs: an input out of range is the first thing to report)."""
         pending = _xc.needs_materialization(ordered)
         if True in pending:  # lazy inputs: execute their own graphs first, as torch-xla's dynamo backend does
             _xc.materialize([t for t, p in zip(ordered, pending) if p], self.device_str)
@@ -516,6 +518,8 @@ class _Program:
                 raise
             self._compile()
             results = _xc.run_cached(self.graph, ordered)
+        if before_checks is not None:
+            before_checks()
         if self.checks is not None:
             _raise_on_overflow(self.checks, results.pop())
         return results
@@ -549,11 +553,14 @@ def _adapt_spelling(module) -> None:
     from jax.extend.mlir import ir
 
     found: list = []
+    folds: list = []
 
     def visit(op):
         if op.name == "stablehlo.custom_call" and "call_target_name" in op.attributes and \
                 ir.StringAttr(op.attributes["call_target_name"]).value == "mhlo.erf" and len(op.operands) == 1:
             found.append(op)
+        elif op.name == "stablehlo.compare":
+            folds.append(op)
         return ir.WalkResult.ADVANCE
 
     with module.context:
@@ -563,6 +570,56 @@ def _adapt_spelling(module) -> None:
                 erf = ir.Operation.create("chlo.erf", results=[op.results[0].type], operands=[op.operands[0]])
             op.results[0].replace_all_uses_with(erf.results[0])
             op.erase()
+        for op in folds:
+            _fold_scalar_compare(op)
+
+
+def _owner(value):
+    owner = value.owner
+    return owner.operation if hasattr(owner, "operation") else owner
+
+
+def _fold_scalar_compare(op) -> None:
+    """torch-xla compares a float32 tensor with a Python float (`torch.rand_like(x) < 0.9`,
+    x64guard's dropout mask) in float64: the tensor converted to f64 against an f64 splat.
+    Eager PyTorch compares in the tensor's dtype (a wrapped scalar takes it: measured,
+    `float32(0.9) < 0.9` is False in eager, True in f64). The compare becomes the float32
+    compare eager computes (the splat rounded as XLA's convert rounds it), so that a
+    float32 model holds no 64-bit type and mode='error' does not refuse it."""
+    from jax.extend.mlir import ir
+
+    operands = list(op.operands)
+    if len(operands) != 2 or str(ir.RankedTensorType(operands[0].type).element_type) != "f64":
+        return
+    narrowed = []
+    for value in operands:
+        source = _owner(value)
+        name = getattr(source, "name", None)
+        if name == "stablehlo.convert" and \
+                str(ir.RankedTensorType(source.operands[0].type).element_type) == "f32":
+            narrowed.append(source.operands[0])
+        elif name == "stablehlo.constant":
+            try:
+                dense = ir.DenseFPElementsAttr(source.attributes["value"])
+            except ValueError:
+                return
+            if not dense.is_splat:
+                return
+            narrowed.append(float(np.float32(dense.get_splat_value().value)))
+        else:
+            return
+    if all(isinstance(v, float) for v in narrowed):
+        return
+    with ir.InsertionPoint(op), op.location:
+        f32 = ir.RankedTensorType.get(ir.RankedTensorType(operands[0].type).shape, ir.F32Type.get())
+        values = [v if not isinstance(v, float) else ir.Operation.create("stablehlo.constant", results=[f32], attributes={
+            "value": ir.DenseElementsAttr.get_splat(f32, ir.FloatAttr.get(ir.F32Type.get(), v))}).result
+            for v in narrowed]
+    for k, value in enumerate(values):
+        old = _owner(op.operands[k])
+        op.operands[k] = value
+        if not list(old.results[0].uses):
+            old.erase()
 
 
 _MLIR_ELEMENT = {torch.bool: "i1", torch.int8: "i8", torch.uint8: "ui8", torch.int16: "i16", torch.int32: "i32",
@@ -1110,9 +1167,9 @@ class _CompiledGraph:
         if spec.program is None:
             return _outputs(spec, [])
         checks: list = []
-        tensors = spec.program.run(_program_inputs(spec, args, self._attr, self.device, self._device_str, checks))
-        if checks:   # integer inputs cast on the device: raise before returning anything
-            _verify(checks)
+        inputs = _program_inputs(spec, args, self._attr, self.device, self._device_str, checks)
+        # integer inputs cast on the device: raise before returning anything
+        tensors = spec.program.run(inputs, before_checks=functools.partial(_verify, checks) if checks else None)
         _COUNTERS["calls"] += 1
         if self.role == "graph" and torch.is_grad_enabled():
             anchor = next((a for a in args if isinstance(a, torch.Tensor) and a.requires_grad), None)
@@ -1330,9 +1387,8 @@ class NarrowedProgram:
         if spec.program is None:
             return _outputs(spec, [])
         checks: list = []
-        tensors = spec.program.run(_program_inputs(spec, flat, None, self._device, self._device_str, checks))
-        if checks:
-            _verify(checks)
+        inputs = _program_inputs(spec, flat, None, self._device, self._device_str, checks)
+        tensors = spec.program.run(inputs, before_checks=functools.partial(_verify, checks) if checks else None)
         _COUNTERS["calls"] += 1
         return _outputs(spec, tensors)
 
