@@ -1594,10 +1594,10 @@ def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") 
         _sync_tensors(_pending_tensors(keep), resolved, policy, device)
         return
     # No arguments, the drop-in for torch_xla.sync(): every pending XLA tensor.
-    _sync_tensors(_live_pending_tensors(young_only=True), resolved, policy, device)
+    _sync_refusing(_live_pending_tensors(young_only=True), resolved, policy, device)
     left = _left_pending(str(device))
     if left:    # something older than the last collections, or never seen: look everywhere
-        _sync_tensors(_live_pending_tensors(young_only=False, wanted=set(left)), resolved, policy, device)
+        _sync_refusing(_live_pending_tensors(young_only=False, wanted=set(left)), resolved, policy, device)
         left = _left_pending(str(device))
     if left:
         shapes = ", ".join(shape for shape in list(left.values())[:6]) + (", ..." if len(left) > 6 else "")
@@ -1609,6 +1609,32 @@ def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") 
         import warnings
 
         warnings.warn(X64GuardWarning(f"x64guard.torch_xla.sync: {finding.message}"), stacklevel=2)
+
+
+_REFUSED: dict[int, tuple] = {}   # tensors a no-argument sync refused (ref, data id): not taken again
+
+
+def _sync_refusing(tensors: list[tuple[str, torch.Tensor, bool]], resolved: Mode, policy: str,
+                   device: torch.device) -> None:
+    """_sync_tensors for a sync without arguments: tensors it refused (an overflow, a
+    64-bit parameter) stay pending, as torch-xla left them, and later syncs without
+    arguments leave them alone instead of refusing again for an earlier step."""
+    for key, (ref, _) in list(_REFUSED.items()):
+        if ref() is None:
+            _REFUSED.pop(key, None)
+    tensors = [item for item in tensors if not _refused_before(item[1])]
+    try:
+        _sync_tensors(tensors, resolved, policy, device)
+    except X64GuardError:
+        for _, tensor, _ in tensors:
+            _REFUSED[id(tensor)] = (weakref.ref(tensor), _xc.data_id(tensor))
+        raise
+
+
+def _refused_before(tensor: torch.Tensor) -> bool:
+    """Whether `tensor` holds exactly the computation a sync without arguments refused."""
+    entry = _REFUSED.get(id(tensor))
+    return entry is not None and entry[0]() is tensor and entry[1] == _xc.data_id(tensor)
 
 
 def _sync_tensors(tensors: list[tuple[str, torch.Tensor, bool]], resolved: Mode, policy: str,
@@ -1732,6 +1758,10 @@ def _left_pending(device: str) -> dict[int, str]:
     for entry in list(_BOUNDARY._entries.values()):
         tensor = entry[0]()
         if tensor is not None and entry[4] == _ID_TENSOR and entry[1] == _xc.data_id(tensor):
+            aliases.add(_xc.tensor_id(tensor))
+    for ref, _ in list(_REFUSED.values()):
+        tensor = ref()
+        if tensor is not None and _refused_before(tensor):
             aliases.add(_xc.tensor_id(tensor))
     return {tensor_id: shape for tensor_id, shape in _xc.pending_tensor_report(device) if tensor_id not in aliases}
 
