@@ -832,7 +832,9 @@ _TRACE_LOCK = threading.RLock()   # torch-xla's tracing state (and its process-w
 def _trace(run: Callable[[list], Any], args: Sequence, paths: Sequence[str], attrs: dict[str, torch.Tensor],
            mode: Mode, overflow: str, device: torch.device, *, expected: Sequence | None = None,
            nodes: Sequence[torch.fx.Node] | None = None, path: str = "backend") -> _Specialization:
-    with _TRACE_LOCK:
+    with _TRACE_LOCK, _torch_xla_failures(path, "handling the graph's inputs or outputs"):
+        # (torch-xla's own exceptions outside the trace and the lowering, e.g. its replacement
+        # GRU's inputs that are no XLA tensors, come as TorchXlaFailure too)
         return _trace_locked(run, args, paths, attrs, mode, overflow, device, expected, nodes, path)
 
 
@@ -910,11 +912,13 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
     leaves, out_spec = pytree.tree_flatten(outputs)
     out_tensors: list[torch.Tensor] = []
     out_leaves: list[tuple[str, Any]] = []
-    for leaf in leaves:
+    for position, leaf in enumerate(leaves):
         if isinstance(leaf, torch.Tensor):
             if leaf.device.type != "xla":
-                raise _refusal("cpu-output", "output", f"the graph returns a {leaf.device.type} tensor; x64guard runs "
-                               "whole graphs on the XLA device")
+                raise _refusal("cpu-output", "output", f"the graph returns a {leaf.device.type} tensor "
+                               f"({_output_origin(nodes, position, leaf)}); x64guard runs whole graphs on the XLA "
+                               "device. Make that tensor on the device (device=x.device), or keep the code that "
+                               "makes it out of the compiled function")
             out_leaves.append(("tensor", len(out_tensors)))
             out_tensors.append(leaf)
         else:
@@ -972,6 +976,22 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
     with _torch_xla_failures(path, "compiling the narrowed program"):
         program = _Program(result.text, in_types, device, checks=checks)
     return _Specialization(program, sources, dtypes, out_spec, out_leaves, result, text, rng=rng).prepare()
+
+
+def _output_origin(nodes: Sequence[torch.fx.Node] | None, position: int, leaf: torch.Tensor) -> str:
+    """Which output a graph returns and the model line that made it, for messages."""
+    what = f"output {position}, {str(leaf.dtype).removeprefix('torch.')}{list(leaf.shape)}"
+    output = next((node for node in (nodes or ()) if node.op == "output"), None)
+    if output is None:
+        return what
+    made = pytree.tree_leaves(output.args[0]) if output.args else []
+    node = made[position] if position < len(made) else None
+    if not isinstance(node, torch.fx.Node):
+        return what
+    from x64guard._torch_xla_source import node_source
+
+    source = node_source(node)
+    return f"{what}, made at {source.describe()} by {source.target}"
 
 
 def _constant_input(value: torch.Tensor, dtype: torch.dtype, where: str, device: torch.device,
@@ -1300,7 +1320,17 @@ def compile(model: Callable, *, mode: "Mode | str | None" = None, overflow: str 
     def x64guard_backend(gm, example_inputs, **kwargs):
         return backend(gm, example_inputs, mode=resolved, overflow=policy, **kwargs)
 
-    return torch.compile(model, backend=x64guard_backend, **compile_kwargs)
+    compiled = torch.compile(model, backend=x64guard_backend, **compile_kwargs)
+
+    @functools.wraps(model if not isinstance(model, torch.nn.Module) else model.forward)
+    def with_rnns(*args, **kwargs):
+        # dynamo does not trace nn.RNN/LSTM/GRU by default: it runs them eagerly, at full
+        # width, narrowed by nobody (an LSTM tagger: 0 graphs). Traced, they are narrowed.
+        with torch._dynamo.config.patch(allow_rnn=True):
+            return compiled(*args, **kwargs)
+
+    with_rnns.compiled = compiled
+    return with_rnns
 
 
 def compiled_graphs() -> list[_CompiledGraph]:

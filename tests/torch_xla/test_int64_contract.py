@@ -242,3 +242,43 @@ def test_sync_with_no_arguments_warns_about_what_it_cannot_reach(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error", x64guard.X64GuardWarning)
         xt.sync()
+
+
+class Tagger(nn.Module):
+    """An LSTM/GRU tagger built from torch.nn."""
+
+    def __init__(self, cell):
+        super().__init__()
+        self.embed = nn.Embedding(20, 8)
+        self.rnn = cell(8, 8, batch_first=True)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, ids, tags):
+        states, _ = self.rnn(self.embed(ids))
+        return F.cross_entropy(self.head(states).flatten(0, 1), tags.flatten())
+
+
+def test_rnn_taggers_lstm_narrowed_through_compile_gru_fails_as_torch_xla_failure():
+    torch.manual_seed(0)
+    batch = {"ids": torch.randint(0, 20, (2, 5)), "tags": torch.randint(0, 3, (2, 5))}
+    cpu = Tagger(nn.LSTM)
+    expected = cpu(**batch)
+    torch._dynamo.reset()
+    before = xt.counters()["traces"]
+    loss = quietly(xt.compile(xt.to_device(cpu)), **xt.to_device(batch))   # dynamo told to trace the LSTM
+    loss.backward()
+    assert xt.counters()["traces"] > before       # narrowed, not run eagerly by nobody
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    torch._dynamo.reset()
+    with pytest.raises(xt.TorchXlaFailure, match="torch-xla failed"):
+        quietly(torch.compile(xt.to_device(Tagger(nn.GRU)), backend="x64guard"), **xt.to_device(batch))
+
+
+def test_cpu_output_refusal_names_the_output_and_its_line():
+    class CpuScale(nn.Module):
+        def forward(self, x):
+            return x * 2, torch.tensor(2.0) * 3
+
+    torch._dynamo.reset()
+    with pytest.raises(x64guard.X64GuardError, match=r"output 1, float32\[\], made at .*test_int64_contract.py:\d+"):
+        torch.compile(CpuScale(), backend="x64guard")(xt.to_device(torch.ones(3)))
