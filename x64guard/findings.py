@@ -78,7 +78,6 @@ class Kind(enum.StrEnum):
     SYNC_64BIT_TENSOR = "sync-64bit-tensor"
     INTEGER_OVERFLOW = "integer-overflow"
     SYNC_PENDING = "sync-pending"
-    GRAPH_BREAK_64BIT = "graph-break-64bit"
     INTERNAL = "internal"
 
 
@@ -132,8 +131,6 @@ KIND_TABLE: dict[Kind, tuple[str, str, str]] = {
                                                   "run time (eager PyTorch would not wrap): refused, never wrapped"),
     Kind.SYNC_PENDING: ("warning", "torch-xla", "XLA tensors x64guard.torch_xla.sync could not run narrowed stay "
                                                 "pending; torch-xla would compute them at full width"),
-    Kind.GRAPH_BREAK_64BIT: ("warning", "torch-xla", "code dynamo did not compile (a graph break) runs eagerly on "
-                                                     "64-bit data, outside x64guard"),
     Kind.INTERNAL: ("error", "torch-xla", "x64guard could not map the graph's inputs"),
 }
 

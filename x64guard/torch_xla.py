@@ -293,19 +293,13 @@ class _BoundaryCache:
         return None
 
     def put(self, x: torch.Tensor, data: str, narrowed: torch.Tensor) -> None:
-        key = id(x)
-        entries = self._entries
-
-        def forget(ref, key=key) -> None:
-            current = entries.get(key)
-            if current is not None and current[0] is ref:
-                entries.pop(key, None)
-
-        with self._lock:
-            entries[key] = [weakref.ref(x, forget), data, x.detach().clone(), narrowed, _xc.buffer_id(x)]
+        self._store(x, data, x.detach().clone(), narrowed, _xc.buffer_id(x))
 
     def put_alias(self, x: torch.Tensor, data: str, narrowed: torch.Tensor) -> None:
         """`x` is `narrowed` widened by a pending convert (to_device's int64 ids)."""
+        self._store(x, data, None, narrowed, _ID_TENSOR)
+
+    def _store(self, x: torch.Tensor, data: str, alias, narrowed: torch.Tensor, buffer) -> None:
         key = id(x)
         entries = self._entries
 
@@ -315,7 +309,7 @@ class _BoundaryCache:
                 entries.pop(key, None)
 
         with self._lock:
-            entries[key] = [weakref.ref(x, forget), data, None, narrowed, _ID_TENSOR]
+            entries[key] = [weakref.ref(x, forget), data, alias, narrowed, buffer]
 
     def clear(self) -> None:
         with self._lock:
@@ -612,8 +606,9 @@ def _fold_scalar_compare(op) -> None:
         return
     with ir.InsertionPoint(op), op.location:
         f32 = ir.RankedTensorType.get(ir.RankedTensorType(operands[0].type).shape, ir.F32Type.get())
-        values = [v if not isinstance(v, float) else ir.Operation.create("stablehlo.constant", results=[f32], attributes={
-            "value": ir.DenseElementsAttr.get_splat(f32, ir.FloatAttr.get(ir.F32Type.get(), v))}).result
+        values = [v if not isinstance(v, float) else ir.Operation.create(
+            "stablehlo.constant", results=[f32],
+            attributes={"value": ir.DenseElementsAttr.get_splat(f32, ir.FloatAttr.get(ir.F32Type.get(), v))}).result
             for v in narrowed]
     for k, value in enumerate(values):
         old = _owner(op.operands[k])
