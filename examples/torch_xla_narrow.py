@@ -55,7 +55,8 @@ def main():
     targets = torch.randint(0, 5, (2, 8))
     reference = copy.deepcopy(model).float()            # eager PyTorch at 32 bits, for comparison
 
-    # 1. One call moves the model and the batch to the device, narrowed and range-checked on the host.
+    # 1. One call moves the model and the batch to the device, narrowed and range-checked on the host
+    #    (ids stay int64 as PyTorch sees them; XLA holds them as int32).
     on_device = xt.to_device(model)
     batch = xt.to_device({"ids": ids, "targets": targets})
     print("to_device:    parameters", {p.dtype for p in on_device.parameters()}, "| ids", batch["ids"].dtype,

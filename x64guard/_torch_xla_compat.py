@@ -12,6 +12,7 @@ x64guard/torch_xla.py.
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import Iterator, Sequence
 
 from x64guard._compat import require_tested_versions
@@ -264,3 +265,23 @@ def export_interpreter(graph_module, device):
     from torch_xla import stablehlo
 
     return stablehlo.XLAExportInterpreter(graph_module, device, set(), None)
+
+
+# ----------------------------------------------------------------------------- the lazy loop
+
+_REPORT_TENSOR = re.compile(r"^Tensor: id=(\d+), shape=(.+?), device=.*?, ir_nodes=(\d+)")
+
+
+def pending_tensor_report(device: str) -> list[tuple[int, str]]:
+    """(tensor id, shape) of every live XLA tensor holding pending IR on `device`, from
+    torch-xla's live-tensor report (`_xla_tensors_report(nodes_threshold=0)`; seen in
+    torch-xla 2.9: one `Tensor: id=N, shape=f32[3]{0}, device=CPU:0, ir_nodes=K` header per
+    tensor, followed by its IR). The text holds each tensor's IR: call it when few are
+    expected."""
+    text = _xlac()._xla_tensors_report(0, device)
+    found = []
+    for line in text.splitlines():
+        match = _REPORT_TENSOR.match(line)
+        if match is not None and int(match.group(3)) > 1:   # one node: device data, nothing to compute
+            found.append((int(match.group(1)), match.group(2)))
+    return found

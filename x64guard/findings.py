@@ -105,6 +105,8 @@ class Kind(enum.StrEnum):
     RNG_STATE_SOURCE = "rng-state-source"
     EXPORT_INPUT = "export-input"
     SYNC_64BIT_TENSOR = "sync-64bit-tensor"
+    INTEGER_OVERFLOW = "integer-overflow"
+    SYNC_PENDING = "sync-pending"
     INTERNAL = "internal"
 
 
@@ -164,6 +166,10 @@ KIND_TABLE: dict[Kind, tuple[str, str, str]] = {
     Kind.EXPORT_INPUT: ("error", "torch-xla", "an exported program takes an input kind x64guard does not pass"),
     Kind.SYNC_64BIT_TENSOR: ("error", "torch-xla", "x64guard.torch_xla.sync would write a narrowed result into a "
                                                    "64-bit tensor in place"),
+    Kind.INTEGER_OVERFLOW: ("error", "torch-xla", "int64 arithmetic of a narrowed program left int32's range at "
+                                                  "run time (eager PyTorch would not wrap): refused, never wrapped"),
+    Kind.SYNC_PENDING: ("warning", "torch-xla", "XLA tensors x64guard.torch_xla.sync could not run narrowed stay "
+                                                "pending; torch-xla would compute them at full width"),
     Kind.INTERNAL: ("error", "torch-xla", "x64guard could not map the graph's inputs"),
 }
 

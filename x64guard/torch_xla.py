@@ -55,11 +55,12 @@ from torch.utils import _pytree as pytree  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from x64guard import mlir as xmlir  # noqa: E402
+from x64guard._torch_xla_overflow import OverflowChecks, describe, guard  # noqa: E402
 from x64guard._torch_xla_rng import (STATE_LOCATION, RngStateError, RngStates, extract_rng_states,  # noqa: E402
                                      openxla_next_seed)  # noqa: E402
 from x64guard._torch_xla_source import SourceMap, locate_findings, run_node_by_node  # noqa: E402
 from x64guard.api import NarrowResult, narrow  # noqa: E402
-from x64guard.errors import X64GuardError  # noqa: E402
+from x64guard.errors import X64GuardError, X64GuardWarning  # noqa: E402
 from x64guard.findings import Finding, Severity, format_findings  # noqa: E402
 from x64guard.modes import Mode, resolve_mode, resolve_overflow  # noqa: E402
 from x64guard.passes.tables import NARROW_TORCH_DTYPE  # noqa: E402
@@ -293,6 +294,13 @@ class _BoundaryCache:
         return None
 
     def put(self, x: torch.Tensor, data: str, narrowed: torch.Tensor) -> None:
+        self._store(x, data, x.detach().clone(), narrowed, _xc.buffer_id(x))
+
+    def put_alias(self, x: torch.Tensor, data: str, narrowed: torch.Tensor) -> None:
+        """`x` is `narrowed` widened by a pending convert (to_device's int64 ids)."""
+        self._store(x, data, None, narrowed, _ID_TENSOR)
+
+    def _store(self, x: torch.Tensor, data: str, alias, narrowed: torch.Tensor, buffer) -> None:
         key = id(x)
         entries = self._entries
 
@@ -302,7 +310,7 @@ class _BoundaryCache:
                 entries.pop(key, None)
 
         with self._lock:
-            entries[key] = [weakref.ref(x, forget), data, x.detach().clone(), narrowed, _xc.buffer_id(x)]
+            entries[key] = [weakref.ref(x, forget), data, alias, narrowed, buffer]
 
     def clear(self) -> None:
         with self._lock:
@@ -310,6 +318,19 @@ class _BoundaryCache:
 
 
 _BOUNDARY = _BoundaryCache()
+
+
+def _narrow_alias(x: torch.Tensor) -> torch.Tensor | None:
+    """The int32 device data behind an int64 tensor `to_device` made (int64 as PyTorch
+    sees it, a pending convert of int32 device data as XLA holds it), while the tensor
+    still holds exactly that; else None."""
+    entry = _BOUNDARY._entries.get(id(x))
+    if entry is None or entry[0]() is not x or entry[4] != _ID_TENSOR or entry[1] != _xc.data_id(x):
+        return None
+    return entry[3]
+
+
+_ID_TENSOR = "to_device"   # the buffer-id slot of the _BOUNDARY entries `to_device` makes
 
 
 def _range_error(path: str, value: int, dtype: torch.dtype) -> X64GuardError:
@@ -353,6 +374,9 @@ def _narrow_on_device(x: torch.Tensor, dtype: torch.dtype, path: str, device: st
     With `checks`, the range check is left to the caller (`_verify`), which reads the
     bounds after it has dispatched the program, so that the two overlap; the caller
     raises before it returns anything."""
+    alias = _narrow_alias(x)
+    if alias is not None:     # an id tensor made by to_device: its int32 data, no device cast
+        return alias
     pending = _xc.needs_materialization([x])[0]
     data = None if pending else _xc.data_id(x)
     if data is not None:
@@ -450,8 +474,11 @@ class _Program:
     """
 
     def __init__(self, module_text: str, in_types: Sequence[tuple[tuple[int, ...], torch.dtype]],
-                 device: torch.device, counted: bool = True):
+                 device: torch.device, counted: bool = True, checks: OverflowChecks | None = None):
         self.name = f"x64guard_{next(_PROGRAM_IDS)}"
+        # int64 arithmetic checked at run time (x64guard/_torch_xla_overflow.py): the module's
+        # last result holds one flag per check, read after each call
+        self.checks = checks if checks else None
         self.in_types = [(tuple(shape), dtype) for shape, dtype in in_types]
         self.device = device
         self.device_str = str(device)
@@ -471,19 +498,43 @@ class _Program:
         self.graph = _xc.graph_hash(outputs)
         _xc.warm_up(outputs)
 
-    def run(self, ordered: list[torch.Tensor]) -> list[torch.Tensor]:
+    def run(self, ordered: list[torch.Tensor], before_checks: Callable[[], None] | None = None) -> list[torch.Tensor]:
         """Run on XLA tensors given in the graph's parameter order (`self.order[j]` is the
-        module parameter that graph parameter j takes)."""
+        module parameter that graph parameter j takes). `before_checks` runs after the
+        program is dispatched and before its overflow flags are read (the range checks of
+        its inputs: an input out of range is the first thing to report)."""
         pending = _xc.needs_materialization(ordered)
         if True in pending:  # lazy inputs: execute their own graphs first, as torch-xla's dynamo backend does
             _xc.materialize([t for t, p in zip(ordered, pending) if p], self.device_str)
         try:
-            return _xc.run_cached(self.graph, ordered)
+            results = _xc.run_cached(self.graph, ordered)
         except RuntimeError as exc:  # evicted from torch-xla's computation cache: compile again
             if "cache" not in str(exc).lower() and "not found" not in str(exc).lower():
                 raise
             self._compile()
-            return _xc.run_cached(self.graph, ordered)
+            results = _xc.run_cached(self.graph, ordered)
+        if before_checks is not None:
+            before_checks()
+        if self.checks is not None:
+            _raise_on_overflow(self.checks, results.pop())
+        return results
+
+
+def _raise_on_overflow(checks: OverflowChecks, flags: torch.Tensor) -> None:
+    """Raise, before any result is returned, when a checked int64 op of the program left
+    int32's range on this call (eager PyTorch would have computed it at int64)."""
+    hit = flags.cpu().reshape(-1).tolist()
+    if not any(hit):
+        return
+    places = [describe(checks.locations[k]) for k, flag in enumerate(hit) if flag]
+    message = (f"int64 arithmetic at {places[0]}" + (f" (and {len(places) - 1} more place(s))" if len(places) > 1
+                                                     else "") +
+               " produced a value int32 cannot hold on this call; eager PyTorch computes it at int64, and the "
+               "narrowed program would have wrapped. x64guard refuses rather than return a different answer. "
+               "Keep the values in int32's range (a hash: reduce the operands modulo the table size first), "
+               "compute this in a float dtype, or run the graph in 64 bits (mode='allow')")
+    findings = [Finding("integer-overflow", Severity.ERROR, "arithmetic", place, message) for place in places[:1]]
+    raise X64GuardError(f"x64guard.torch_xla: {message}", findings)
 
 
 # ============================================================================ torch-xla's spelling
@@ -497,11 +548,14 @@ def _adapt_spelling(module) -> None:
     from jax.extend.mlir import ir
 
     found: list = []
+    folds: list = []
 
     def visit(op):
         if op.name == "stablehlo.custom_call" and "call_target_name" in op.attributes and \
                 ir.StringAttr(op.attributes["call_target_name"]).value == "mhlo.erf" and len(op.operands) == 1:
             found.append(op)
+        elif op.name == "stablehlo.compare":
+            folds.append(op)
         return ir.WalkResult.ADVANCE
 
     with module.context:
@@ -511,6 +565,57 @@ def _adapt_spelling(module) -> None:
                 erf = ir.Operation.create("chlo.erf", results=[op.results[0].type], operands=[op.operands[0]])
             op.results[0].replace_all_uses_with(erf.results[0])
             op.erase()
+        for op in folds:
+            _fold_scalar_compare(op)
+
+
+def _owner(value):
+    owner = value.owner
+    return owner.operation if hasattr(owner, "operation") else owner
+
+
+def _fold_scalar_compare(op) -> None:
+    """torch-xla compares a float32 tensor with a Python float (`torch.rand_like(x) < 0.9`,
+    x64guard's dropout mask) in float64: the tensor converted to f64 against an f64 splat.
+    Eager PyTorch compares in the tensor's dtype (a wrapped scalar takes it: measured,
+    `float32(0.9) < 0.9` is False in eager, True in f64). The compare becomes the float32
+    compare eager computes (the splat rounded as XLA's convert rounds it), so that a
+    float32 model holds no 64-bit type and mode='error' does not refuse it."""
+    from jax.extend.mlir import ir
+
+    operands = list(op.operands)
+    if len(operands) != 2 or str(ir.RankedTensorType(operands[0].type).element_type) != "f64":
+        return
+    narrowed = []
+    for value in operands:
+        source = _owner(value)
+        name = getattr(source, "name", None)
+        if name == "stablehlo.convert" and \
+                str(ir.RankedTensorType(source.operands[0].type).element_type) == "f32":
+            narrowed.append(source.operands[0])
+        elif name == "stablehlo.constant":
+            try:
+                dense = ir.DenseFPElementsAttr(source.attributes["value"])
+            except ValueError:
+                return
+            if not dense.is_splat:
+                return
+            narrowed.append(float(np.float32(dense.get_splat_value().value)))
+        else:
+            return
+    if all(isinstance(v, float) for v in narrowed):
+        return
+    with ir.InsertionPoint(op), op.location:
+        f32 = ir.RankedTensorType.get(ir.RankedTensorType(operands[0].type).shape, ir.F32Type.get())
+        values = [v if not isinstance(v, float) else ir.Operation.create(
+            "stablehlo.constant", results=[f32],
+            attributes={"value": ir.DenseElementsAttr.get_splat(f32, ir.FloatAttr.get(ir.F32Type.get(), v))}).result
+            for v in narrowed]
+    for k, value in enumerate(values):
+        old = _owner(op.operands[k])
+        op.operands[k] = value
+        if not list(old.results[0].uses):
+            old.erase()
 
 
 _MLIR_ELEMENT = {torch.bool: "i1", torch.int8: "i8", torch.uint8: "ui8", torch.int16: "i16", torch.int32: "i32",
@@ -737,7 +842,9 @@ _TRACE_LOCK = threading.RLock()   # torch-xla's tracing state (and its process-w
 def _trace(run: Callable[[list], Any], args: Sequence, paths: Sequence[str], attrs: dict[str, torch.Tensor],
            mode: Mode, overflow: str, device: torch.device, *, expected: Sequence | None = None,
            nodes: Sequence[torch.fx.Node] | None = None, path: str = "backend") -> _Specialization:
-    with _TRACE_LOCK:
+    with _TRACE_LOCK, _torch_xla_failures(path, "handling the graph's inputs or outputs"):
+        # (torch-xla's own exceptions outside the trace and the lowering, e.g. its replacement
+        # GRU's inputs that are no XLA tensors, come as TorchXlaFailure too)
         return _trace_locked(run, args, paths, attrs, mode, overflow, device, expected, nodes, path)
 
 
@@ -767,7 +874,9 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
     def path_of(i: int) -> str:
         return paths[i] if i < len(paths) else f"input {i}"
 
-    lazy = [args[i] for i in positions if args[i].device.type == "xla"]
+    aliases = {i: _narrow_alias(args[i]) for i in positions if args[i].device.type == "xla"} if not keep_wide \
+        else {}
+    lazy = [args[i] for i in positions if args[i].device.type == "xla" and aliases.get(i) is None]
     if lazy:
         flags = _xc.needs_materialization(lazy)
         _xc.materialize([t for t, pending in zip(lazy, flags) if pending], device_str)
@@ -775,7 +884,9 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
     with _xc.device_data_transfers():
         for i in positions:
             a = args[i].detach()
-            if a.device.type == "xla":
+            if aliases.get(i) is not None:
+                base = aliases[i].clone()     # traced widened below, like a host input
+            elif a.device.type == "xla":
                 base = a.clone()
             elif not keep_wide and a.dtype in NARROW_DTYPE:
                 base = _narrow_on_host(a, NARROW_DTYPE[a.dtype], path_of(i), overflow).to(device)
@@ -785,7 +896,8 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
             buffer = _xc.buffer_id(base)
             if buffer is not None:
                 owners.setdefault(buffer, ("arg", i))
-            want = a.dtype if a.device.type != "xla" else (expected[i] if expected and i < len(expected) else None)
+            want = a.dtype if a.device.type != "xla" or aliases.get(i) is not None else (
+                expected[i] if expected and i < len(expected) else None)
             if want is not None and want is not base.dtype and NARROW_DTYPE.get(want) is base.dtype:
                 trace_args[i] = base.to(want)     # a convert in the graph, removed by the core pass
             else:
@@ -810,11 +922,13 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
     leaves, out_spec = pytree.tree_flatten(outputs)
     out_tensors: list[torch.Tensor] = []
     out_leaves: list[tuple[str, Any]] = []
-    for leaf in leaves:
+    for position, leaf in enumerate(leaves):
         if isinstance(leaf, torch.Tensor):
             if leaf.device.type != "xla":
-                raise _refusal("cpu-output", "output", f"the graph returns a {leaf.device.type} tensor; x64guard runs "
-                               "whole graphs on the XLA device")
+                raise _refusal("cpu-output", "output", f"the graph returns a {leaf.device.type} tensor "
+                               f"({_output_origin(nodes, position, leaf)}); x64guard runs whole graphs on the XLA "
+                               "device. Make that tensor on the device (device=x.device), or keep the code that "
+                               "makes it out of the compiled function")
             out_leaves.append(("tensor", len(out_tensors)))
             out_tensors.append(leaf)
         else:
@@ -842,6 +956,7 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
     sources_map = SourceMap(nodes) if nodes is not None else None
     if sources_map is not None:
         sources_map.relocate(module)
+    checks = guard(module) if not keep_wide else None
     result = _narrow_module(module, mode, overflow, sources_map)
 
     input_ids = {_xc.tensor_id(t) for i in positions for t in (args[i], bases[i], trace_args[i])
@@ -869,8 +984,24 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
         in_types.append((rng.input_shape(), torch.int32))
     del outputs, leaves, out_tensors, values, trace_args, bases
     with _torch_xla_failures(path, "compiling the narrowed program"):
-        program = _Program(result.text, in_types, device)
+        program = _Program(result.text, in_types, device, checks=checks)
     return _Specialization(program, sources, dtypes, out_spec, out_leaves, result, text, rng=rng).prepare()
+
+
+def _output_origin(nodes: Sequence[torch.fx.Node] | None, position: int, leaf: torch.Tensor) -> str:
+    """Which output a graph returns and the model line that made it, for messages."""
+    what = f"output {position}, {str(leaf.dtype).removeprefix('torch.')}{list(leaf.shape)}"
+    output = next((node for node in (nodes or ()) if node.op == "output"), None)
+    if output is None:
+        return what
+    made = pytree.tree_leaves(output.args[0]) if output.args else []
+    node = made[position] if position < len(made) else None
+    if not isinstance(node, torch.fx.Node):
+        return what
+    from x64guard._torch_xla_source import node_source
+
+    source = node_source(node)
+    return f"{what}, made at {source.describe()} by {source.target}"
 
 
 def _constant_input(value: torch.Tensor, dtype: torch.dtype, where: str, device: torch.device,
@@ -1068,9 +1199,9 @@ class _CompiledGraph:
         if spec.program is None:
             return _outputs(spec, [])
         checks: list = []
-        tensors = spec.program.run(_program_inputs(spec, args, self._attr, self.device, self._device_str, checks))
-        if checks:   # integer inputs cast on the device: raise before returning anything
-            _verify(checks)
+        inputs = _program_inputs(spec, args, self._attr, self.device, self._device_str, checks)
+        # integer inputs cast on the device: raise before returning anything
+        tensors = spec.program.run(inputs, before_checks=functools.partial(_verify, checks) if checks else None)
         _COUNTERS["calls"] += 1
         if self.role == "graph" and torch.is_grad_enabled():
             anchor = next((a for a in args if isinstance(a, torch.Tensor) and a.requires_grad), None)
@@ -1206,7 +1337,17 @@ def compile(model: Callable, *, mode: "Mode | str | None" = None, overflow: str 
     def x64guard_backend(gm, example_inputs, **kwargs):
         return backend(gm, example_inputs, mode=resolved, overflow=policy, target=target, **kwargs)
 
-    return torch.compile(model, backend=x64guard_backend, **compile_kwargs)
+    compiled = torch.compile(model, backend=x64guard_backend, **compile_kwargs)
+
+    @functools.wraps(model if not isinstance(model, torch.nn.Module) else model.forward)
+    def with_rnns(*args, **kwargs):
+        # dynamo does not trace nn.RNN/LSTM/GRU by default: it runs them eagerly, at full
+        # width, narrowed by nobody (an LSTM tagger: 0 graphs). Traced, they are narrowed.
+        with torch._dynamo.config.patch(allow_rnn=True):
+            return compiled(*args, **kwargs)
+
+    with_rnns.compiled = compiled
+    return with_rnns
 
 
 def compiled_graphs() -> list[_CompiledGraph]:
@@ -1293,9 +1434,8 @@ class NarrowedProgram:
         if spec.program is None:
             return _outputs(spec, [])
         checks: list = []
-        tensors = spec.program.run(_program_inputs(spec, flat, None, self._device, self._device_str, checks))
-        if checks:
-            _verify(checks)
+        inputs = _program_inputs(spec, flat, None, self._device, self._device_str, checks)
+        tensors = spec.program.run(inputs, before_checks=functools.partial(_verify, checks) if checks else None)
         _COUNTERS["calls"] += 1
         return _outputs(spec, tensors)
 
@@ -1417,15 +1557,25 @@ def _value_to_device(value: Any, target: torch.device, path: str):
     return value
 
 
-def _tensor_to_device(x: torch.Tensor, target: torch.device, path: str) -> torch.Tensor:
+def _tensor_to_device(x: torch.Tensor, target: torch.device, path: str, keep_integer_dtype: bool = True
+                      ) -> torch.Tensor:
     x = x.detach()
     narrow = NARROW_DTYPE.get(x.dtype)
     if narrow is None:
         return x.to(target)
+    wide = x.dtype
     if x.device.type != "cpu":
         x = x.cpu()   # already on a device at 64 bits: narrowed on the host, not by a 64-bit device graph
     with _xc.device_data_transfers():
-        return _narrow_on_host(x, narrow, path).to(target)
+        moved = _narrow_on_host(x, narrow, path).to(target)
+    if not keep_integer_dtype or wide not in _INTEGER_NARROW:
+        return moved
+    # int64 data stays int64 as PyTorch sees it (one_hot, cross_entropy's targets, int64
+    # arithmetic: eager's semantics), while XLA holds the int32 data: a pending convert
+    # that x64guard's programs read through (_narrow_alias), never executed by them.
+    widened = moved.to(wide)
+    _BOUNDARY.put_alias(widened, _xc.data_id(widened), moved)
+    return widened
 
 
 def _module_to_device(module: torch.nn.Module, target: torch.device) -> torch.nn.Module:
@@ -1434,11 +1584,11 @@ def _module_to_device(module: torch.nn.Module, target: torch.device) -> torch.nn
     memo: dict[int, Any] = {}
     for name, parameter in module.named_parameters(remove_duplicate=False):
         if id(parameter) not in memo:
-            moved = _tensor_to_device(parameter, target, f"parameter {name}")
+            moved = _tensor_to_device(parameter, target, f"parameter {name}", keep_integer_dtype=False)
             memo[id(parameter)] = torch.nn.Parameter(moved, requires_grad=parameter.requires_grad)
     for name, buffer in module.named_buffers(remove_duplicate=False):
         if id(buffer) not in memo:
-            memo[id(buffer)] = _tensor_to_device(buffer, target, f"buffer {name}")
+            memo[id(buffer)] = _tensor_to_device(buffer, target, f"buffer {name}", keep_integer_dtype=False)
     return copy.deepcopy(module, memo)
 
 
@@ -1489,8 +1639,56 @@ def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") 
     resolved = resolve_mode(mode)
     policy = resolve_overflow(overflow).value
     device = _device()
+    if keep:
+        _sync_tensors(_pending_tensors(keep), resolved, policy, device)
+        return
+    # No arguments, the drop-in for torch_xla.sync(): every pending XLA tensor.
+    _sync_refusing(_live_pending_tensors(young_only=True), resolved, policy, device)
+    left = _left_pending(str(device))
+    if left:    # something older than the last collections, or never seen: look everywhere
+        _sync_refusing(_live_pending_tensors(young_only=False, wanted=set(left)), resolved, policy, device)
+        left = _left_pending(str(device))
+    if left:
+        shapes = ", ".join(shape for shape in list(left.values())[:6]) + (", ..." if len(left) > 6 else "")
+        finding = Finding("sync-pending", Severity.WARNING, "sync", "the lazy step",
+                          f"{len(left)} XLA tensor(s) with pending computations ({shapes}) have no Python object "
+                          "x64guard.torch_xla.sync can find (autograd's internals, a tensor held only by C++); "
+                          "torch-xla will compute them at full width, unnarrowed, when they are read or at its own "
+                          "next sync. Name what the step must keep: x64guard.torch_xla.sync(model, optimizer, loss)")
+        import warnings
+
+        warnings.warn(X64GuardWarning(f"x64guard.torch_xla.sync: {finding.message}"), stacklevel=2)
+
+
+_REFUSED: dict[int, tuple] = {}   # tensors a no-argument sync refused (ref, data id): not taken again
+
+
+def _sync_refusing(tensors: list[tuple[str, torch.Tensor, bool]], resolved: Mode, policy: str,
+                   device: torch.device) -> None:
+    """_sync_tensors for a sync without arguments: tensors it refused (an overflow, a
+    64-bit parameter) stay pending, as torch-xla left them, and later syncs without
+    arguments leave them alone instead of refusing again for an earlier step."""
+    for key, (ref, _) in list(_REFUSED.items()):
+        if ref() is None:
+            _REFUSED.pop(key, None)
+    tensors = [item for item in tensors if not _refused_before(item[1])]
+    try:
+        _sync_tensors(tensors, resolved, policy, device)
+    except X64GuardError:
+        for _, tensor, _ in tensors:
+            _REFUSED[id(tensor)] = (weakref.ref(tensor), _xc.data_id(tensor))
+        raise
+
+
+def _refused_before(tensor: torch.Tensor) -> bool:
+    """Whether `tensor` holds exactly the computation a sync without arguments refused."""
+    entry = _REFUSED.get(id(tensor))
+    return entry is not None and entry[0]() is tensor and entry[1] == _xc.data_id(tensor)
+
+
+def _sync_tensors(tensors: list[tuple[str, torch.Tensor, bool]], resolved: Mode, policy: str,
+                  device: torch.device) -> None:
     device_str = str(device)
-    tensors = _pending_tensors(keep)
     if not tensors:
         return
     wide = [f"{path} ({t.dtype})" for path, t, state in tensors if state and t.dtype in NARROW_DTYPE]
@@ -1552,9 +1750,69 @@ def _pending_tensors(keep: Sequence[Any]) -> list[tuple[str, torch.Tensor, bool]
 
     for k, value in enumerate(keep):
         add(f"argument {k}", value)
-    items = list(found.values())
+    items = [item for item in found.values() if _narrow_alias(item[1]) is None]   # to_device's ids stay as they are
     flags = _xc.needs_materialization([t for _, t, _ in items]) if items else []
     return [item for item, pending in zip(items, flags) if pending]
+
+
+_LONG_LIVED: dict[int, weakref.ref] = {}   # XLA tensors scans found, in the order first found
+
+
+def _live_pending_tensors(young_only: bool, wanted: set[int] | None = None) -> list[tuple[str, torch.Tensor, bool]]:
+    """Every live XLA tensor with pending IR that Python holds: the tensors scans found
+    before (parameters, optimizer state: long-lived; first, in a stable order, so that
+    each step lowers the same graph), those of the garbage
+    collector's young generations (what the step made), and the gradients of parameters;
+    with `young_only=False`, every object the collector tracks (slow: about 0.3 s with
+    transformers loaded; done when torch-xla's report says something stayed pending).
+    `wanted`: torch-xla tensor ids to look for."""
+    import gc
+
+    candidates: dict[int, torch.Tensor] = {}
+    for key, ref in list(_LONG_LIVED.items()):
+        tensor = ref()
+        if tensor is None:
+            _LONG_LIVED.pop(key, None)
+        else:
+            candidates[key] = tensor
+    generations = (0, 1) if young_only else (None,)
+    for generation in generations:
+        objects = gc.get_objects() if generation is None else gc.get_objects(generation)
+        for obj in objects:
+            if isinstance(obj, torch.Tensor) and obj.device.type == "xla" and id(obj) not in candidates:
+                candidates[id(obj)] = obj
+                _LONG_LIVED[id(obj)] = weakref.ref(obj)   # seen once: found again when older
+        del objects
+    for tensor in list(candidates.values()):
+        grad = tensor.grad if isinstance(tensor, torch.nn.Parameter) or tensor.is_leaf else None
+        if isinstance(grad, torch.Tensor) and grad.device.type == "xla":
+            candidates.setdefault(id(grad), grad)
+    tensors = [t for t in candidates.values() if _narrow_alias(t) is None]
+    if wanted is not None:
+        tensors = [t for t in tensors if _xc.tensor_id(t) in wanted]
+    if not tensors:
+        return []
+    flags = _xc.needs_materialization(tensors)
+    return [(_live_name(t), t, isinstance(t, torch.nn.Parameter)) for t, pending in zip(tensors, flags) if pending]
+
+
+def _live_name(tensor: torch.Tensor) -> str:
+    kind = "a parameter" if isinstance(tensor, torch.nn.Parameter) else "a tensor"
+    return f"{kind} {str(tensor.dtype).removeprefix('torch.')}{list(tensor.shape)}"
+
+
+def _left_pending(device: str) -> dict[int, str]:
+    """torch-xla tensor id -> shape of every XLA tensor still pending, but to_device's ids."""
+    aliases = set()
+    for entry in list(_BOUNDARY._entries.values()):
+        tensor = entry[0]()
+        if tensor is not None and entry[4] == _ID_TENSOR and entry[1] == _xc.data_id(tensor):
+            aliases.add(_xc.tensor_id(tensor))
+    for ref, _ in list(_REFUSED.values()):
+        tensor = ref()
+        if tensor is not None and _refused_before(tensor):
+            aliases.add(_xc.tensor_id(tensor))
+    return {tensor_id: shape for tensor_id, shape in _xc.pending_tensor_report(device) if tensor_id not in aliases}
 
 
 def _read_lowering(bytecode: bytes, ids: list, out_dtypes: list, advice: str = ""):
@@ -1582,8 +1840,9 @@ def _compile_lazy(pending: list[torch.Tensor], ids: list, values: list, mode: Mo
     with _torch_xla_failures("sync", "lowering the lazy graph"):
         bytecode = _xc.stablehlo_bytecode(pending, device_str)
     module, text, seed_index, rng = _read_lowering(bytecode, ids, [t.dtype for t in pending])
-    result = _narrow_module(module, mode, overflow, None)
     keep_wide = mode is Mode.ALLOW
+    checks = guard(module) if not keep_wide else None
+    result = _narrow_module(module, mode, overflow, None)
     dtypes, in_types = [], []
     for k, value in enumerate(values):
         if k == seed_index:
@@ -1594,5 +1853,5 @@ def _compile_lazy(pending: list[torch.Tensor], ids: list, values: list, mode: Mo
     if rng is not None:
         in_types.append((rng.input_shape(), torch.int32))
     with _torch_xla_failures("sync", "compiling the narrowed program"):
-        program = _Program(result.text, in_types, device)
+        program = _Program(result.text, in_types, device, checks=checks)
     return _LazyProgram(program, dtypes, seed_index, rng, result, text)

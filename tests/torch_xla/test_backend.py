@@ -101,9 +101,13 @@ def test_int64_input_out_of_range_is_refused_never_wrapped():
         assert info.value.findings[0].kind == "input-out-of-range"
         assert f"value {bad} does not fit in int32" in str(info.value)
         assert "L['idx']" in str(info.value)
-    # The edges of int32 pass, and compute as int32 does.
-    out, _ = fn(_idx(2**31 - 1, -2**31, 0).to(DEVICE))
-    assert out.dtype == torch.int32
+    # The edges of int32 pass the input check; `idx * 3 + 1` of them leaves int32, where eager
+    # PyTorch computes at int64: refused at the model's line, never wrapped.
+    with pytest.raises(x64guard.X64GuardError) as info:
+        fn(_idx(2**31 - 1, -2**31, 0).to(DEVICE))
+    assert info.value.findings[0].kind == "integer-overflow" and "test_backend.py:29" in str(info.value)
+    out, _ = fn(_idx(2**31 // 3 - 1, -(2**31 // 3), 0).to(DEVICE))
+    assert out.dtype == torch.int32 and out.cpu().tolist() == [[(2**31 // 3 - 1) * 3 + 1, -(2**31 // 3) * 3 + 1, 1]]
 
 
 def test_parameters_cast_once_and_again_when_they_change():

@@ -17,7 +17,7 @@ def test_torch_xla_example():
                           env={**os.environ, "PYTHONPATH": ROOT, "PJRT_DEVICE": "CPU"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
-    assert "to_device:    parameters {torch.float32} | ids torch.int32 on xla:0" in out
+    assert "to_device:    parameters {torch.float32} | ids torch.int64 on xla:0" in out
     losses = re.findall(r"loss (\d\.\d+) \(eager float32 (\d\.\d+)\)", out)
     assert len(losses) == 3 and all(abs(float(a) - float(b)) < 1e-5 for a, b in losses)
     assert float(losses[2][0]) < float(losses[0][0])

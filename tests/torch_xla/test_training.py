@@ -175,6 +175,8 @@ def test_to_device_narrows_on_the_host_and_range_checks():
     assert moved_tied[1].weight is moved_tied[0].weight
     batch = xt.to_device({"input_ids": torch.tensor([[1, 2]]), "scale": torch.tensor([0.5], dtype=torch.float64),
                           "flag": True})
-    assert batch["input_ids"].dtype == torch.int32 and batch["scale"].dtype == torch.float32 and batch["flag"]
+    # ids stay int64 as PyTorch sees them (one_hot, eager's int64 arithmetic); XLA holds them as int32
+    assert batch["input_ids"].dtype == torch.int64 and batch["scale"].dtype == torch.float32 and batch["flag"]
+    assert xt._narrow_alias(batch["input_ids"]).dtype == torch.int32
     with pytest.raises(x64guard.X64GuardError, match=r"input_ids: value 4294967296 does not fit in int32"):
         xt.to_device({"input_ids": torch.tensor([[1, 2**32]])})

@@ -1,0 +1,284 @@
+"""The torch contract for int64 (issue 25, items 0, 1, 3, 4): the oracle is eager PyTorch
+at int64. Whatever x64guard narrows gives eager's answer or is refused, on every path:
+
+* int64 arithmetic int32 cannot hold (a bucketing hash, a multiplicative hash, a
+  cumulative sum of large ids, a flat index product) raises `integer-overflow` at the
+  model's line through the backend (ids moved with `to_device` or put on the device at
+  int64), `narrow_exported` and the lazy loop (`sync()` with and without arguments);
+  the same programs on small ids equal eager exactly;
+* `to_device` keeps ids int64 as PyTorch sees them (XLA holds int32), so `one_hot`,
+  `cross_entropy`'s targets and `bincount` work through the backend and the lazy loop;
+* `x64guard.torch_xla.sync()` with no arguments narrows every pending tensor: a lazy
+  loop that calls it alone trains as eager does, and XLA's dump of every module it
+  compiled holds no 64-bit type beyond the random-number state;
+* `mode="error"` trains a float32 model with dropout (x64guard's own dropout made an f64
+  constant before).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import x64guard
+import x64guard.torch_xla as xt
+from tests.torch_xla.common import DEVICE, quietly, run_python, wide_values_beside_rng_state
+
+BIG = [2_000_000_000, 5, 123_456_789, 1_999_999_999, 7, 2**31 - 1, 42, 1_000_000_007]
+SMALL = [3, 5, 12_345, 99, 7, 1_000, 42, 65_535]
+
+
+class Hash(nn.Module):
+    """The issue's repro: bucket ids by (id * 31) % 4093."""
+
+    def forward(self, user):
+        return (user * 31) % 4093
+
+
+class KnuthHash(nn.Module):
+    """A multiplicative hash with Knuth's constant (int32 cannot hold the constant)."""
+
+    def forward(self, user):
+        return (user * 2654435761) % 4096
+
+
+class CumulativeIds(nn.Module):
+    def forward(self, user):
+        return user.cumsum(0)
+
+
+class FlatIndex(nn.Module):
+    """row * n_cols + col, an index product."""
+
+    def forward(self, user):
+        return user * 1000 + (user % 1000)
+
+
+KIN = [Hash, KnuthHash, CumulativeIds, FlatIndex]
+
+
+def _ids(values):
+    return torch.tensor(values, dtype=torch.int64)
+
+
+def _refused(error: Exception) -> bool:
+    return isinstance(error, x64guard.X64GuardError) and error.findings and \
+        error.findings[0].kind in ("integer-overflow", "constant-out-of-range", "input-out-of-range")
+
+
+@pytest.mark.parametrize("model", KIN, ids=lambda m: m.__name__)
+def test_overflowing_id_arithmetic_is_refused_on_every_path_and_small_ids_equal_eager(model):
+    paths = {
+        "backend, to_device ids": lambda v: torch.compile(model(), backend="x64guard")(xt.to_device(_ids(v))),
+        "backend, int64 on the device": lambda v: torch.compile(model(), backend="x64guard")(_ids(v).to(DEVICE)),
+        "narrow_exported": lambda v: xt.narrow_exported(torch.export.export(model(), (_ids(SMALL),)))(_ids(v)),
+        "lazy sync(out)": lambda v: _lazy(model, v, named=True),
+        "lazy sync()": lambda v: _lazy(model, v, named=False),
+    }
+    for name, run in paths.items():
+        torch._dynamo.reset()
+        with pytest.raises(x64guard.X64GuardError) as info:
+            quietly(run, BIG)
+        assert _refused(info.value), (name, str(info.value)[:500])
+        if not name.startswith("lazy"):   # the lazy graph carries no Python lines (docs/torch_xla.md)
+            assert "test_int64_contract.py" in str(info.value), (name, str(info.value)[:500])
+        if model is KnuthHash:
+            continue     # its constant alone is refused: int32 cannot hold it
+        torch._dynamo.reset()
+        got = quietly(run, SMALL)
+        assert torch.equal(got.cpu().to(torch.int64), model()(_ids(SMALL))), name
+
+
+def _lazy(model, values, named: bool):
+    out = model()(xt.to_device(_ids(values)))
+    if named:
+        xt.sync(out)
+    else:
+        xt.sync()
+    return out
+
+
+def test_the_checks_are_proved_away_where_ranges_allow():
+    """Positions from arange plus an offset, a remainder's sign fix-up, a cumsum of a mask:
+    no check, so no read after the call."""
+
+    class Positions(nn.Module):
+        def forward(self, ids, mask):
+            positions = torch.arange(ids.shape[-1], device=ids.device) + 2
+            return ids % 97 + positions, mask.bool().long().cumsum(-1)
+
+    torch._dynamo.reset()
+    fn = torch.compile(Positions(), backend="x64guard")
+    batch = xt.to_device({"ids": _ids([[1, 2, 3]]), "mask": _ids([[1, 1, 0]])})
+    out = quietly(fn, **batch)
+    assert [o.cpu().tolist() for o in out] == [[[3, 5, 7]], [[1, 2, 2]]]
+    assert all(s.program.checks is None for g in xt.compiled_graphs()[-1:] for s in g.specializations())
+
+
+class Recommender(nn.Module):
+    """int64 ids through one_hot, bincount and cross_entropy targets: ops that require Long."""
+
+    def __init__(self, p: float = 0.0, counts: bool = True):
+        super().__init__()
+        self.counts = counts
+        self.embed = nn.Embedding(50, 8)
+        self.head = nn.Linear(8 + 5, 5)
+        self.dropout = nn.Dropout(p)
+
+    def forward(self, user, target):
+        features = torch.cat([self.dropout(self.embed(user)), F.one_hot(user % 5, 5).float()], -1)
+        # bincount has no XLA lowering: torch-xla computes its input itself, mid-step (in the
+        # lazy loop: unnarrowed, the limit docs/torch_xla.md states), so the dump scan leaves it out
+        counts = torch.bincount(user % 5, minlength=5) if self.counts else user.new_zeros(5)
+        return F.cross_entropy(self.head(features), target), counts
+
+
+BATCH = {"user": _ids([1, 7, 33, 49, 12, 3]), "target": _ids([0, 1, 2, 4, 3, 0])}
+
+
+def _eager_losses(steps: int = 3):
+    torch.manual_seed(0)
+    model = Recommender()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.2)
+    losses = []
+    for _ in range(steps):
+        loss, counts = model(**BATCH)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    return losses, counts, model
+
+
+@pytest.mark.parametrize("path", ["backend", "lazy sync()"])
+def test_long_only_ops_work_on_ids_moved_by_to_device(path):
+    torch.manual_seed(0)
+    model = xt.to_device(Recommender())
+    batch = xt.to_device(BATCH)
+    assert batch["user"].dtype == torch.int64       # as PyTorch sees it; XLA holds int32
+    fn = torch.compile(model, backend="x64guard") if path == "backend" else model
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.2)
+    losses = []
+    for _ in range(3):
+        loss, counts = quietly(fn, **batch)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        if path != "backend":
+            quietly(xt.sync)
+        losses.append(loss.item())
+    expected, expected_counts, reference = _eager_losses()
+    assert losses == pytest.approx(expected, rel=1e-5)
+    assert counts.cpu().tolist() == expected_counts.tolist()
+    for mine, theirs in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(mine.detach().cpu(), theirs.detach(), rtol=1e-5, atol=1e-6)
+
+
+def test_mode_error_trains_a_float32_model_with_dropout():
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = xt.to_device(nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.3), nn.Linear(8, 1)))
+    fn = xt.compile(model, mode="error")
+    x = xt.to_device(torch.randn(6, 4))
+    for _ in range(2):
+        loss = fn(x).square().mean()
+        loss.backward()
+    assert torch.isfinite(loss.cpu())
+
+
+LAZY_DUMP_CHILD = r"""
+import glob, json, os, warnings
+import torch, torch_xla
+import x64guard, x64guard.torch_xla as xt
+from tests.torch_xla.test_int64_contract import Recommender, BATCH
+warnings.simplefilter("ignore", x64guard.X64GuardWarning)
+torch.manual_seed(0)
+model = xt.to_device(Recommender(p=0.2, counts=False))
+batch = xt.to_device(BATCH)
+optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
+losses = []
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for _ in range(3):
+        loss, counts = model(**batch)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        xt.sync()                          # the drop-in: no arguments
+        losses.append(loss.item())
+pending = [str(w.message) for w in caught if "sync" in str(w.message)]
+print(json.dumps({"losses": losses, "counters": xt.counters(), "pending_warnings": pending}))
+"""
+
+
+def test_lazy_loop_with_sync_and_no_arguments_leaves_nothing_64bit_on_the_device(tmp_path):
+    dump = tmp_path / "dump"
+    proc = run_python(LAZY_DUMP_CHILD, env={"XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["losses"][-1] < report["losses"][0]
+    assert report["counters"]["calls"] >= 3 and not report["pending_warnings"]
+    modules = sorted(dump.glob("*.before_optimizations.txt"))   # what torch-xla handed XLA
+    assert modules, "XLA dumped nothing"
+    wide = {path.name: wide_values_beside_rng_state(path.read_text()) for path in modules}
+    assert not {name: lines for name, lines in wide.items() if lines}
+
+
+def test_sync_with_no_arguments_warns_about_what_it_cannot_reach(monkeypatch):
+    """A pending tensor Python does not hold (here: hidden from the scan) is reported
+    loudly, never left silently to torch-xla's unnarrowed graph."""
+    held = torch.ones(3, device=DEVICE) * 2
+    monkeypatch.setattr(xt, "_live_pending_tensors", lambda young_only, wanted=None: [])
+    with pytest.warns(x64guard.X64GuardWarning, match="torch-xla will compute them at full width"):
+        xt.sync()
+    monkeypatch.undo()
+    xt.sync()
+    assert held.cpu().tolist() == [2.0, 2.0, 2.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", x64guard.X64GuardWarning)
+        xt.sync()
+
+
+class Tagger(nn.Module):
+    """An LSTM/GRU tagger built from torch.nn."""
+
+    def __init__(self, cell):
+        super().__init__()
+        self.embed = nn.Embedding(20, 8)
+        self.rnn = cell(8, 8, batch_first=True)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, ids, tags):
+        states, _ = self.rnn(self.embed(ids))
+        return F.cross_entropy(self.head(states).flatten(0, 1), tags.flatten())
+
+
+def test_rnn_taggers_lstm_narrowed_through_compile_gru_fails_as_torch_xla_failure():
+    torch.manual_seed(0)
+    batch = {"ids": torch.randint(0, 20, (2, 5)), "tags": torch.randint(0, 3, (2, 5))}
+    cpu = Tagger(nn.LSTM)
+    expected = cpu(**batch)
+    torch._dynamo.reset()
+    before = xt.counters()["traces"]
+    loss = quietly(xt.compile(xt.to_device(cpu)), **xt.to_device(batch))   # dynamo told to trace the LSTM
+    loss.backward()
+    assert xt.counters()["traces"] > before       # narrowed, not run eagerly by nobody
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    torch._dynamo.reset()
+    with pytest.raises(xt.TorchXlaFailure, match="torch-xla failed"):
+        quietly(torch.compile(xt.to_device(Tagger(nn.GRU)), backend="x64guard"), **xt.to_device(batch))
+
+
+def test_cpu_output_refusal_names_the_output_and_its_line():
+    class CpuScale(nn.Module):
+        def forward(self, x):
+            return x * 2, torch.tensor(2.0) * 3
+
+    torch._dynamo.reset()
+    with pytest.raises(x64guard.X64GuardError, match=r"output 1, float32\[\], made at .*test_int64_contract.py:\d+"):
+        torch.compile(CpuScale(), backend="x64guard")(xt.to_device(torch.ones(3)))
