@@ -303,6 +303,16 @@ def never_has_type_attributes(op_name: str) -> bool:
     """True for a (registered) op that never carries a TypeAttr and whose region count is fixed."""
     return op_name.startswith(TYPE_ATTR_FREE_DIALECTS) or op_name in TYPE_ATTR_FREE_OPS
 
+# ---- jax 0.12's hypot: power-of-two rescaling from finfo (patterns/hypot.py) ----
+# k = (nmant - minexp + 1) // 2 and e_hi = (maxexp - 1) // 2 (jax/_src/lax/lax.py `hypot`):
+# float64 k = 537, e_hi = 511; float32 k = 75, e_hi = 63. name -> (float64's, float32's).
+HYPOT_SCALES: dict[str, tuple[float, float]] = {
+    "high": (2.0 ** 511, 2.0 ** 63),         # m >= 2**e_hi: scale down
+    "low": (2.0 ** (511 - 537), 2.0 ** (63 - 75)),   # m <= 2**(e_hi - k): scale up
+    "down": (2.0 ** -537, 2.0 ** -75),
+    "up": (2.0 ** 537, 2.0 ** 75),
+}
+
 # ---- Random numbers: the 64-bit idioms of jax.random / torch-xla and their 32-bit forms ----
 # (patterns/random_bits.py, patterns/counters.py, patterns/rng_state.py)
 

@@ -12,6 +12,7 @@ from x64guard.passes.patterns.counters import CounterSplit, LowWordMask
 from x64guard.passes.patterns.custom_calls import NarrowCustomCall
 from x64guard.passes.patterns.dtype_constants import ReplaceDtypeConstants
 from x64guard.passes.patterns.generic import ConvertOpTypes
+from x64guard.passes.patterns.hypot import HypotScale
 from x64guard.passes.patterns.random_bits import (JaxFloatsFromBits, RandintMultiplier, RbgWideDraw,
                                                   ReshapedRandomWords, ThreefryWords, ThreefryWordsOriginal,
                                                   XlaFloatsFromBits, XlaRandintWords)
@@ -32,6 +33,7 @@ IDIOM_PATTERNS = (
     CounterSplit(),
     LowWordMask(),
     KeepRngState(),
+    HypotScale(),
 )
 
 # Phase 2: named rules run before the generic conversion of the same op, in this order;
