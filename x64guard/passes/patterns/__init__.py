@@ -5,7 +5,7 @@ generic one has a golden case in tests/passes/golden/rules, or names where it is
 
 from x64guard.passes.patterns.check_ops import NarrowCheckExpectation
 from x64guard.passes.patterns.casts import NarrowBitcastConvert, NarrowReducePrecision, RemoveIdentityConvert
-from x64guard.passes.patterns.shifts import WarnShiftByWidth
+from x64guard.passes.patterns.shifts import WarnShiftByWidth, WidthDependentCount
 from x64guard.passes.patterns.composites import RestoreChloComposite
 from x64guard.passes.patterns.constants import NarrowCleanSplat, NarrowConstant
 from x64guard.passes.patterns.counters import CounterSplit, LowWordMask
@@ -48,6 +48,7 @@ SPECIAL_PATTERNS = (
     NarrowCustomCall(),
     RefuseWideRandomWords(),
     WarnShiftByWidth(),
+    WidthDependentCount(),
     RestoreChloComposite(),
     NarrowCheckExpectation(),
     KeepStateSignature(),
