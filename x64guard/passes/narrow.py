@@ -74,6 +74,7 @@ class NarrowX64Pass:
                  extra_patterns: Sequence[RewritePattern] = (), types: TypeReport = NARROWED,
                  all_positions: bool = False, errors_note: str | None = None):
         self.overflow = overflow
+        self.dtype_constants = dtype_constants
         self.record_only = record_only
         self.profile = profile or TARGET_PROFILES[DEFAULT_TARGET]
         self.types = types
@@ -92,7 +93,7 @@ class NarrowX64Pass:
         store = FindingsStore(converter)
         rewriter = RecordingRewriter() if self.record_only else Rewriter()
         run = PassRun(module.context, converter, store, rewriter, self.profile, self.overflow,
-                      jax_origin=lowered_by_jax(module))
+                      jax_origin=lowered_by_jax(module), dtype_constants=self.dtype_constants)
         walked = collect(module)
         # Calls as they are before any rule runs (an idiom rule may bypass one): an op
         # without a location in a called function is placed at its first call site.
