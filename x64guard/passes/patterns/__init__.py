@@ -4,7 +4,7 @@ listed here never runs (tests/passes/test_golden.py checks that each named rule 
 generic one has a golden case in tests/passes/golden/rules, or names where it is tested)."""
 
 from x64guard.passes.patterns.check_ops import NarrowCheckExpectation
-from x64guard.passes.patterns.casts import NarrowBitcastConvert, NarrowReducePrecision, RemoveIdentityConvert
+from x64guard.passes.patterns.casts import NarrowBitcastConvert, RemoveIdentityConvert
 from x64guard.passes.patterns.shifts import WarnShiftByWidth, WidthDependentCount
 from x64guard.passes.patterns.composites import RestoreChloComposite
 from x64guard.passes.patterns.constants import NarrowCleanSplat, NarrowConstant
@@ -44,7 +44,6 @@ SPECIAL_PATTERNS = (
     NarrowConstant(),
     RemoveIdentityConvert(),
     NarrowBitcastConvert(),
-    NarrowReducePrecision(),
     NarrowCustomCall(),
     RefuseWideRandomWords(),
     WarnShiftByWidth(),

@@ -6,7 +6,9 @@ where `a` came from, which the module does not say:
 
 * `a >= 64` (or `a == 63` for an arithmetic right shift): every bit is out (or the sign
   fill) in x32 JAX too, whether `a` was written as a number or derived from the width
-  (`iinfo(dtype).bits`, 64 -> 32). Exact: quiet (the generic rule narrows it).
+  (`iinfo(dtype).bits`, 64 -> 32). Exact: quiet, but for the arithmetic shift by 63 (the
+  sign idiom `x >> (bits - 1)`), reported as info: x32 JAX's module holds 31 there, so the
+  narrowed module is not x32's op for op (tests/module_equality.py names it).
 * `a == 32`: a literal `x << 32` / `x >> 32` (words split or joined) shifts by 32 in x32 JAX
   too: same result, a warning (shift-by-width) because 64-bit word code then means something
   else, and because `bits // 2` would have been 16 in x32 JAX (docs/limits.md lists it).
@@ -87,6 +89,11 @@ class WarnShiftByWidth(RewritePattern):
                        f"shifts by {amount - _NARROW} where the amount comes from the width (e.g. "
                        "iinfo(x.dtype).bits - 1), so the result would differ. Write the amount for the 32-bit "
                        "type (jnp.iinfo(jnp.int32).bits - 1), or keep this code in 64 bits (mode='allow')")
+        elif ctx.name == "stablehlo.shift_right_arithmetic" and _WIDE - 1 in amounts:
+            ctx.report(Kind.SHIFT_BY_WIDTH, Severity.INFO,
+                       f"arithmetic shift by {_WIDE - 1} of a 64-bit integer: narrowed, the sign fill, as x32 JAX's "
+                       f"shift by {_NARROW - 1} (iinfo(x.dtype).bits - 1); the same result, though the module "
+                       f"holds {_WIDE - 1} where x32 JAX's holds {_NARROW - 1}")
         elif _NARROW in amounts:
             ctx.report(Kind.SHIFT_BY_WIDTH, Severity.WARNING,
                        f"shift by {_NARROW} of a 64-bit integer becomes a shift by the full width of "

@@ -18,6 +18,7 @@ module {
   }
 }
 // ----- findings
+info shift-by-width stablehlo.shift_right_arithmetic @3 x1
 info type-narrowed func.func @1 x2
 info type-narrowed stablehlo.constant @2 x2
 info type-narrowed stablehlo.shift_right_arithmetic @3 x1
