@@ -48,6 +48,7 @@ class Kind(enum.StrEnum):
     BITCAST_WIDTH = "bitcast-width"
     SHIFT_BY_WIDTH = "shift-by-width"
     WIDTH_DEPENDENT_OP = "width-dependent-op"
+    IDENTITY_FOLDED = "identity-folded"
     CUSTOM_CALL = "custom-call"
     CUSTOM_CALL_RENAMED = "custom-call-renamed"
     COMPOSITE_RESTORED = "composite-restored"
@@ -103,6 +104,8 @@ KIND_TABLE: dict[Kind, tuple[str, str, str]] = {
     Kind.WIDTH_DEPENDENT_OP: ("info, warning", "pass", "count_leading_zeros/popcnt of a 64-bit integer: info in "
                                                        "a JAX module (x32 JAX counts 32 bits too), a warning "
                                                        "in others"),
+    Kind.IDENTITY_FOLDED: ("info", "pass", "an exact identity of the x64 trace (a whole-array scatter) folded into "
+                                           "its operand"),
     Kind.CUSTOM_CALL: ("error", "pass", "a custom_call with 64-bit types and no 32-bit version "
                                         "(host callback, compiled kernel, unknown target)"),
     Kind.CUSTOM_CALL_RENAMED: ("info", "pass", "a LAPACK/BLAS kernel renamed to its single-precision twin"),

@@ -12,6 +12,7 @@ from x64guard.passes.patterns.counters import CounterSplit, LowWordMask
 from x64guard.passes.patterns.custom_calls import NarrowCustomCall
 from x64guard.passes.patterns.dtype_constants import ReplaceDtypeConstants
 from x64guard.passes.patterns.generic import ConvertOpTypes
+from x64guard.passes.patterns.identities import FoldWholeArrayScatter
 from x64guard.passes.patterns.random_bits import (JaxFloatsFromBits, RandintMultiplier, RbgWideDraw,
                                                   ReshapedRandomWords, ThreefryWords, ThreefryWordsOriginal,
                                                   XlaFloatsFromBits, XlaRandintWords)
@@ -49,6 +50,7 @@ SPECIAL_PATTERNS = (
     WarnShiftByWidth(),
     WidthDependentCount(),
     RestoreChloComposite(),
+    FoldWholeArrayScatter(),
     NarrowCheckExpectation(),
     KeepStateSignature(),
 )
