@@ -96,3 +96,21 @@ def compare(narrowed, x32_text: str) -> Comparison:
 def explaining_kinds(findings) -> set[str]:
     """The kinds among `findings` that name an exact difference (EXPLAINED_BY)."""
     return {str(f.kind) for f in findings if str(f.kind) in EXPLAINED_BY and str(f.severity) == "info"}
+
+
+@dataclass(frozen=True)
+class KnownDifference:
+    """A program whose narrowed module is not x32 JAX's, and why. `kind`: the finding of
+    the narrowed module that names the difference (the test requires it), or None where
+    no finding can (library code that branches on the dtype: the module cannot tell)."""
+
+    kind: str | None
+    why: str
+
+
+def counts(verdicts) -> dict[str, int]:
+    """{'equal': n, 'equal-counters': n, 'named': n, 'differs': n} over an iterable of verdicts."""
+    out: dict[str, int] = {}
+    for verdict in verdicts:
+        out[verdict] = out.get(verdict, 0) + 1
+    return out

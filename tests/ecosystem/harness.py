@@ -377,9 +377,8 @@ def module_equality(fn, args) -> tuple[str, str]:
         return f"error: {type(exc).__name__}: {_first_line(exc, 200)}", ""
     if comparison.equal:
         return ("equal-counters" if comparison.reference_rewritten else "equal"), ""
-    kinds = me.explaining_kinds(findings)
-    verdict = f"explained: {', '.join(sorted(kinds))}" if kinds else "differs"
-    return verdict, comparison.describe(16)
+    kinds = sorted({str(f.kind) for f in findings if str(f.kind) != "type-narrowed"})
+    return f"differs; findings: {', '.join(kinds) or 'none'}", comparison.describe(16)
 
 
 def run_program(program) -> Record:
