@@ -15,18 +15,32 @@ from x64guard.passes.driver import OpContext, RewritePattern
 
 class RemoveIdentityConvert(RewritePattern):
     """`convert` whose operand and result types coincide after narrowing but not before
-    (f32->f64, f64->f32): x32 JAX traces no convert there (`astype` to the dtype a value
-    already has is no op). A convert that was already an identity (f64->f64, which JAX
-    emits for weak-typed values) stays, narrowed: x32 JAX's trace holds it too (f32->f32),
-    and the narrowed module must be the module x32 JAX lowers (tests/module_equality.py)."""
+    (f32->f64, f64->f32 of an array): x32 JAX traces no convert there (`astype` to the dtype
+    a value already has is no op). Two kinds stay, narrowed, because x32 JAX's trace holds
+    them as f32->f32 / i32->i32 converts: a convert that was already an identity (f64->f64),
+    and a scalar's 64->32-bit convert (a weak-typed value made float32/int32). The narrowed
+    module must be the module x32 JAX lowers (tests/module_equality.py)."""
 
     op_names = frozenset({"stablehlo.convert"})
 
     def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
         source, result = ctx.type_before(op.operands[0]), ctx.result_types[0]
-        if source != result and ctx.narrowed(source) == ctx.narrowed(result):
+        if source != result and ctx.narrowed(source) == ctx.narrowed(result) \
+                and not _weak_scalar_convert(source, result):
             ctx.rewriter.forward_operand(op)
         return True
+
+
+def _weak_scalar_convert(source: ir.Type, result: ir.Type) -> bool:
+    """A scalar converted from a 64-bit type to its 32-bit counterpart (f64 -> f32,
+    i64 -> i32): what a weak-typed value (a Python scalar, a library's scalar argument)
+    becomes when an op asks for float32/int32. x32 JAX traces that as an identity convert
+    (weak f32 -> f32), so it stays. Anything else that narrowing makes an identity (f32 ->
+    f64, an array's f64 -> f32) is an `astype` x32 JAX traces as nothing."""
+    if not isinstance(source, ir.RankedTensorType) or source.rank != 0:
+        return False
+    width_in, width_out = bit_width(source), bit_width(result)
+    return width_in is not None and width_out is not None and width_in > width_out
 
 
 def bit_width(t: ir.Type) -> int | None:

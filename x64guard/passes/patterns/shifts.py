@@ -7,8 +7,8 @@ where `a` came from, which the module does not say:
 * `a >= 64` (or `a == 63` for an arithmetic right shift): every bit is out (or the sign
   fill) in x32 JAX too, whether `a` was written as a number or derived from the width
   (`iinfo(dtype).bits`, 64 -> 32). Exact: quiet, but for the arithmetic shift by 63 (the
-  sign idiom `x >> (bits - 1)`), reported as info: x32 JAX's module holds 31 there, so the
-  narrowed module is not x32's op for op (tests/module_equality.py names it).
+  sign idiom `x >> (bits - 1)`): its amount becomes 31, as x32 JAX traces it (the same sign
+  fill), where the constant feeds only this shift; reported as info.
 * `a == 32`: a literal `x << 32` / `x >> 32` (words split or joined) shifts by 32 in x32 JAX
   too: same result, a warning (shift-by-width) because 64-bit word code then means something
   else, and because `bits // 2` would have been 16 in x32 JAX (docs/limits.md lists it).
@@ -90,16 +90,44 @@ class WarnShiftByWidth(RewritePattern):
                        "iinfo(x.dtype).bits - 1), so the result would differ. Write the amount for the 32-bit "
                        "type (jnp.iinfo(jnp.int32).bits - 1), or keep this code in 64 bits (mode='allow')")
         elif ctx.name == "stablehlo.shift_right_arithmetic" and _WIDE - 1 in amounts:
-            ctx.report(Kind.SHIFT_BY_WIDTH, Severity.INFO,
-                       f"arithmetic shift by {_WIDE - 1} of a 64-bit integer: narrowed, the sign fill, as x32 JAX's "
-                       f"shift by {_NARROW - 1} (iinfo(x.dtype).bits - 1); the same result, though the module "
-                       f"holds {_WIDE - 1} where x32 JAX's holds {_NARROW - 1}")
+            constant = _sole_use_constant(op.operands[1])
+            if amounts == [_WIDE - 1] and constant is not None:
+                # x >> (bits - 1), the sign idiom: the amount written as x32 JAX writes it.
+                ctx.rewriter.set_attribute(constant, "value", lambda: _splat_like(constant, _NARROW - 1))
+                ctx.report(Kind.SHIFT_BY_WIDTH, Severity.INFO,
+                           f"arithmetic shift by {_WIDE - 1} (iinfo(int64).bits - 1) of a 64-bit integer: the amount "
+                           f"becomes {_NARROW - 1}, as x32 JAX traces it; the same sign fill")
+            else:
+                ctx.report(Kind.SHIFT_BY_WIDTH, Severity.INFO,
+                           f"arithmetic shift by {_WIDE - 1} of a 64-bit integer: narrowed, the sign fill, as x32 "
+                           f"JAX's shift by {_NARROW - 1} (iinfo(x.dtype).bits - 1); the same result, though the "
+                           f"module holds {_WIDE - 1} where x32 JAX's holds {_NARROW - 1}")
         elif _NARROW in amounts:
             ctx.report(Kind.SHIFT_BY_WIDTH, Severity.WARNING,
                        f"shift by {_NARROW} of a 64-bit integer becomes a shift by the full width of "
                        "a 32-bit integer: every bit is shifted out (as JAX computes it with x64 off). If this "
                        "code splits or joins 64-bit words, keep it in 64 bits (mode='allow')")
         return False
+
+
+def _sole_use_constant(value: ir.Value) -> ir.Operation | None:
+    """The splat `stablehlo.constant` behind `value` (through one broadcast), if this
+    shift is its only user on the way; else None (changing it would change other ops)."""
+    op = producer(value)
+    if op is not None and op.name == "stablehlo.broadcast_in_dim":
+        if len(list(op.results[0].uses)) != 1:
+            return None
+        value, op = op.operands[0], producer(op.operands[0])
+    if op is None or op.name != "stablehlo.constant" or len(list(value.uses)) != 1:
+        return None
+    attr = op.attributes["value"]
+    return op if isinstance(attr, ir.DenseIntElementsAttr) and attr.is_splat else None
+
+
+def _splat_like(constant: ir.Operation, number: int) -> ir.Attribute:
+    """A splat of `number` with the constant's current type (narrowed, in a rewriting run)."""
+    shaped = ir.RankedTensorType(constant.results[0].type)
+    return ir.DenseElementsAttr.get_splat(shaped, ir.IntegerAttr.get(shaped.element_type, number))
 
 
 class WidthDependentCount(RewritePattern):
