@@ -214,14 +214,17 @@ def test_bytecode_files_are_read_by_path(artifacts, tmp_path, monkeypatch):
 # ---- issue 21: honest reports ------------------------------------------------------------
 
 _COUNTERS_ONLY = """
-func.func @main() -> (tensor<8xui32>, tensor<8xui32>) {
-  %0 = stablehlo.iota dim = 0 : tensor<8xui64>
-  %c = stablehlo.constant dense<32> : tensor<ui64>
-  %1 = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<ui64>) -> tensor<8xui64>
-  %2 = stablehlo.shift_right_logical %0, %1 : tensor<8xui64>
-  %3 = stablehlo.convert %2 : (tensor<8xui64>) -> tensor<8xui32>
-  %4 = stablehlo.convert %0 : (tensor<8xui64>) -> tensor<8xui32>
-  return %3, %4 : tensor<8xui32>, tensor<8xui32>
+func.func @main() -> (tensor<2x3xui32>, tensor<2x3xui32>) {
+  %rows = stablehlo.iota dim = 0 : tensor<2x3xui64>
+  %cols = stablehlo.iota dim = 1 : tensor<2x3xui64>
+  %three = stablehlo.constant dense<3> : tensor<2x3xui64>
+  %scaled = stablehlo.multiply %three, %rows : tensor<2x3xui64>
+  %counter = stablehlo.add %scaled, %cols : tensor<2x3xui64>
+  %c32 = stablehlo.constant dense<32> : tensor<2x3xui64>
+  %high = stablehlo.shift_right_logical %counter, %c32 : tensor<2x3xui64>
+  %hi = stablehlo.convert %high : (tensor<2x3xui64>) -> tensor<2x3xui32>
+  %lo = stablehlo.convert %counter : (tensor<2x3xui64>) -> tensor<2x3xui32>
+  return %hi, %lo : tensor<2x3xui32>, tensor<2x3xui32>
 }
 """
 

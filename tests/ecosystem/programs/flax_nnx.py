@@ -103,9 +103,17 @@ def batchnorm_train_step():
 
     model = Net(nnx.Rngs(0))
     model.train()
-    optimizer = nnx.Optimizer(model, optax.sgd(0.05, momentum=0.9), wrt=nnx.Param)
+    return _split_merge_step(model, optax.sgd(0.05, momentum=0.9), seed=2)
+
+
+def _split_merge_step(model, tx, seed: int):
+    """The train step nnx users write: nnx.split outside, nnx.merge inside, an
+    nnx.Optimizer(tx, wrt=nnx.Param) update, the (model, optimizer) state out."""
+    from flax import nnx
+
+    optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
     graphdef, state = nnx.split((model, optimizer))
-    x, y = _data(seed=2)
+    x, y = _data(seed=seed)
 
     def train_step(state, x, y):
         model, optimizer = nnx.merge(graphdef, state)
@@ -162,17 +170,7 @@ def bn_dropout_adamw_train_step():
 
     model = Net(nnx.Rngs(0))
     model.train()
-    optimizer = nnx.Optimizer(model, optax.adamw(1e-2), wrt=nnx.Param)
-    graphdef, state = nnx.split((model, optimizer))
-    x, y = _data(seed=3)
-
-    def train_step(state, x, y):
-        model, optimizer = nnx.merge(graphdef, state)
-        loss, grads = nnx.value_and_grad(lambda m: jnp.mean((m(x) - y) ** 2))(model)
-        optimizer.update(model, grads)
-        return loss, nnx.state((model, optimizer))
-
-    return train_step, (state, x, y)
+    return _split_merge_step(model, optax.adamw(1e-2), seed=3)
 
 
 @registry.program("nnx_bn_dropout_eval_after_step",
