@@ -26,12 +26,12 @@ class RemoveIdentityConvert(RewritePattern):
     def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
         source, result = ctx.type_before(op.operands[0]), ctx.result_types[0]
         if source != result and ctx.narrowed(source) == ctx.narrowed(result) \
-                and not _weak_scalar_convert(source, result):
+                and not _weak_scalar_convert(op.operands[0], source, result):
             ctx.rewriter.forward_operand(op)
         return True
 
 
-def _weak_scalar_convert(source: ir.Type, result: ir.Type) -> bool:
+def _weak_scalar_convert(operand: ir.Value, source: ir.Type, result: ir.Type) -> bool:
     """A scalar converted from a 64-bit type to its 32-bit counterpart (f64 -> f32,
     i64 -> i32): what a weak-typed value (a Python scalar, a library's scalar argument)
     becomes when an op asks for float32/int32. x32 JAX traces that as an identity convert
@@ -40,7 +40,12 @@ def _weak_scalar_convert(source: ir.Type, result: ir.Type) -> bool:
     if not isinstance(source, ir.RankedTensorType) or source.rank != 0:
         return False
     width_in, width_out = bit_width(source), bit_width(result)
-    return width_in is not None and width_out is not None and width_in > width_out
+    if width_in is None or width_out is None or width_in <= width_out:
+        return False
+    # Integer scalars (indices, counts, Python ints), and float scalars that a function takes
+    # as an argument (a library's `minval`): weak-typed in the x64 trace. A float scalar the
+    # trace computed (optax's bias correction in float64) is strong: x32 JAX has no convert.
+    return isinstance(element_of(source), ir.IntegerType) or isinstance(operand.owner, ir.Block)
 
 
 def bit_width(t: ir.Type) -> int | None:
