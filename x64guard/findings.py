@@ -47,6 +47,8 @@ class Kind(enum.StrEnum):
     DTYPE_CONSTANT = "dtype-constant"
     BITCAST_WIDTH = "bitcast-width"
     SHIFT_BY_WIDTH = "shift-by-width"
+    WIDTH_DEPENDENT_OP = "width-dependent-op"
+    IDENTITY_FOLDED = "identity-folded"
     CUSTOM_CALL = "custom-call"
     CUSTOM_CALL_RENAMED = "custom-call-renamed"
     COMPOSITE_RESTORED = "composite-restored"
@@ -130,7 +132,15 @@ KIND_TABLE: dict[Kind, tuple[str, str, str]] = {
     Kind.CONSTANT_UNREADABLE: ("error", "pass", "a 64-bit constant x64guard cannot read"),
     Kind.DTYPE_CONSTANT: ("info", "pass", "a finfo(float64) value replaced by finfo(float32)'s (docs/constants.md)"),
     Kind.BITCAST_WIDTH: ("error", "pass", "a bitcast that would no longer reinterpret the same bits"),
-    Kind.SHIFT_BY_WIDTH: ("warning", "pass", "a shift by 32 or more of a 64-bit integer"),
+    Kind.SHIFT_BY_WIDTH: ("error, warning, info", "pass", "a shift by 32 or more of a 64-bit integer: by 32, a "
+                                                          "warning; by 33-63, refused (x32 JAX shifts a width-derived "
+                                                          "amount by 32 less); arithmetic by 63, info (the same sign "
+                                                          "fill)"),
+    Kind.WIDTH_DEPENDENT_OP: ("info, warning", "pass", "count_leading_zeros/popcnt of a 64-bit integer: info in "
+                                                       "a JAX module (x32 JAX counts 32 bits too), a warning "
+                                                       "in others"),
+    Kind.IDENTITY_FOLDED: ("info", "pass", "an exact identity of the x64 trace (a whole-array scatter) folded into "
+                                           "its operand"),
     Kind.CUSTOM_CALL: ("error", "pass", "a custom_call with 64-bit types and no 32-bit version "
                                         "(host callback, compiled kernel, unknown target)"),
     Kind.CUSTOM_CALL_RENAMED: ("info", "pass", "a LAPACK/BLAS kernel renamed to its single-precision twin"),

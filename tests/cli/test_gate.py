@@ -43,10 +43,12 @@ def test_gate_keeps_the_command_output_off_a_machine_readable_stdout(example_gat
     assert "2 passed" in result.stderr  # pytest's own report went to stderr
 
 
-def test_gate_removes_its_dump_directory(example_gate):
-    _, report = example_gate
+def test_gate_removes_its_dump_directory_and_names_it_nowhere(example_gate):
+    result, report = example_gate
     assert report["gate"]["kept"] is False
-    assert not Path(report["gate"]["dump_dir"]).exists()
+    # The deleted temporary directory is named nowhere in the report (issue 21).
+    assert report["gate"]["dump_dir"] is None
+    assert "x64guard-gate-" not in result.stdout
 
 
 def test_gate_text_names_the_function(example_gate):

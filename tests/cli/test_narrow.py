@@ -1,6 +1,8 @@
 """`x64guard narrow IN -o OUT`: the input's format out, the summary on stderr."""
 
+import os
 import re
+import stat
 
 import jax
 import jax.numpy as jnp
@@ -207,3 +209,49 @@ def test_bytecode_files_are_read_by_path(artifacts, tmp_path, monkeypatch):
         assert isinstance(unit.data, Path)
     (text_unit,) = read_units(str(artifacts["f64.mlir"]))
     assert isinstance(text_unit.data, str)
+
+
+# ---- issue 21: honest reports ------------------------------------------------------------
+
+_COUNTERS_ONLY = """
+func.func @main() -> (tensor<2x3xui32>, tensor<2x3xui32>) {
+  %rows = stablehlo.iota dim = 0 : tensor<2x3xui64>
+  %cols = stablehlo.iota dim = 1 : tensor<2x3xui64>
+  %three = stablehlo.constant dense<3> : tensor<2x3xui64>
+  %scaled = stablehlo.multiply %three, %rows : tensor<2x3xui64>
+  %counter = stablehlo.add %scaled, %cols : tensor<2x3xui64>
+  %c32 = stablehlo.constant dense<32> : tensor<2x3xui64>
+  %high = stablehlo.shift_right_logical %counter, %c32 : tensor<2x3xui64>
+  %hi = stablehlo.convert %high : (tensor<2x3xui64>) -> tensor<2x3xui32>
+  %lo = stablehlo.convert %counter : (tensor<2x3xui64>) -> tensor<2x3xui32>
+  return %hi, %lo : tensor<2x3xui32>, tensor<2x3xui32>
+}
+"""
+
+
+def test_narrow_counts_the_ui64_values_an_idiom_rule_rewrote(tmp_path):
+    # Every ui64 value here is an iota_2x32_shape counter the counter rule rewrites to
+    # ui32: the module changed, and the summary must say so (it said "no 64-bit types").
+    source, out = tmp_path / "counters.mlir", tmp_path / "out.mlir"
+    source.write_text(_COUNTERS_ONLY)
+    result = run_cli("narrow", source, "-o", out)
+    assert result.returncode == 0, result.stderr
+    assert "no 64-bit types" not in result.stderr
+    assert re.search(r"narrowed \d+ types \(ui64->ui32 x\d+\)", result.stderr), result.stderr
+    assert "ui64" not in out.read_text()
+
+
+def test_output_files_follow_the_umask(tmp_path):
+    from x64guard.cli.inputs import write_atomically
+    previous = os.umask(0o027)
+    try:
+        write_atomically(str(tmp_path / "new.mlir"), b"module {}\n")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "new.mlir").stat().st_mode) == 0o640
+    existing = tmp_path / "existing.mlir"
+    existing.write_bytes(b"")
+    existing.chmod(0o604)
+    write_atomically(str(existing), b"module {}\n")
+    assert stat.S_IMODE(existing.stat().st_mode) == 0o604
+    assert existing.read_bytes() == b"module {}\n"

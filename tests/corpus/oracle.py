@@ -3,7 +3,10 @@
 For one corpus case:
 
 1. trace and lower ``case.fn`` with x64 ON on the case's 64-bit inputs -> x64 StableHLO text;
-2. narrow that text with ``x64guard.narrow``;
+2. narrow that text with ``x64guard.narrow``; the first check: the narrowed module must equal
+   the module ``jax.jit`` lowers with x64 OFF on the 32-bit inputs, after normalising SSA
+   names and locations only (tests/module_equality.py), or the case must be one of the named
+   exceptions of tests/corpus/module_exceptions.py (with the finding that names it, if any);
 3. compile the narrowed text directly with the CPU backend and run it on the inputs cast to
    their 32-bit counterparts (float64->float32, int64->int32, uint64->uint32,
    complex128->complex64; other dtypes unchanged);
@@ -266,6 +269,38 @@ class Outcome:
     x64_text: str
     narrowed_text: str | None = None
     result: Any = None
+    module_equality: Any = None  # tests.module_equality.Comparison
+
+
+def lower_x32(fn: Callable, args32: Sequence[np.ndarray], keep_unused: bool = True) -> str:
+    """x32 JAX's module: the same fn lowered with x64 off on the 32-bit inputs (not compiled)."""
+    _forget_traces()
+    with x64(False), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return jax.jit(fn, keep_unused=keep_unused).lower(*args32).as_text()
+
+
+def check_module_equality(case: "programs.Case", result, args32: Sequence[np.ndarray]):
+    """The first check: the narrowed module is x32 JAX's module, or a named exception."""
+    from tests import module_equality
+    from tests.corpus.module_exceptions import MODULE_EXCEPTIONS
+
+    comparison = module_equality.compare(result.module, lower_x32(case.fn, args32))
+    exception = MODULE_EXCEPTIONS.get(case.name)
+    if comparison.equal:
+        assert exception is None, (
+            f"{case.name}: listed in tests/corpus/module_exceptions.py ({exception.why}) but its narrowed module "
+            "now equals x32 JAX's: remove the entry")
+        return comparison
+    assert exception is not None, (
+        f"{case.name}: the narrowed module is not the module jax.jit lowers with x64 off (types, attributes, op "
+        "order and functions must match; SSA names and locations aside):\n" + comparison.describe(24))
+    if exception.kind is not None:
+        kinds = {str(f.kind) for f in result.findings}
+        assert exception.kind in kinds, (
+            f"{case.name}: its module differs from x32 JAX's for a reason the finding {exception.kind!r} names, "
+            f"but narrowing reported none (kinds: {sorted(kinds)})")
+    return comparison
 
 
 def _expected_kinds(expect) -> set[str]:
@@ -341,6 +376,8 @@ def check_case(case: "programs.Case", narrow: Callable, error_type: type | None 
         + "; ".join(wide[:3]))
 
     args32 = [to32(a) for a in args]
+    if hasattr(result, "module"):
+        outcome.module_equality = check_module_equality(case, result, args32)
     try:
         got = run_text(narrowed, args32)
     except Exception as err:  # compile or execution failure of the narrowed module

@@ -1689,6 +1689,13 @@ CASES: list[Case] = [
          note="ldexp works on the float64 bit layout (dtype-dependent algorithm)"),
     Case("refuse_pure_callback_f64", _pure_callback, lambda: (f64(3),),
          expect="custom-call", op="stablehlo.custom_call"),
+    Case("refuse_sign_via_logical_shift", _sign_via_logical_shift, lambda: (i64(6),),
+         expect="shift-by-width", op="stablehlo.shift_right_logical",
+         note="logical shift by iinfo(dtype).bits - 1: 63 narrowed to int32 gives 0, the x32 "
+              "program shifts by 31"),
+    Case("refuse_shift_left_by_bits_minus_1", lambda n: n << (jnp.iinfo(n.dtype).bits - 1),
+         lambda: (i64(4, lo=-3, hi=3),), expect="shift-by-width", op="stablehlo.shift_left",
+         note="issue 21: [0 0 0 0] narrowed, [-2147483648 0 -2147483648 0] in x32 JAX"),
 ]
 
 
@@ -1706,9 +1713,6 @@ DTYPE_DEPENDENT: list[Case] = [
               "-> int32 with x64 off; the narrowed program keeps float"),
     Case("dd_expm", jsp.linalg.expm, lambda: (f64(3, 3, lo=-0.5, hi=0.5),),
          note="expm picks Pade degree 13 for float64, 7 for float32"),
-    Case("dd_sign_via_logical_shift", _sign_via_logical_shift, lambda: (i64(6),),
-         note="logical shift by iinfo(dtype).bits - 1: 63 narrowed to int32 gives 0, the x32 "
-              "program shifts by 31 (x64guard only warns shift-by-width)"),
     Case("dd_i0e", jsp.special.i0e, lambda: (f64(6, lo=-5, hi=5),),
          note="bessel_i0e_impl uses a different Chebyshev table for float64 than float32"),
     Case("dd_expm_of_int", lambda a: jsp.linalg.expm(a * 0.1),

@@ -58,6 +58,12 @@ class Record:
     warnings: list[str] = field(default_factory=list)  # X64GuardWarnings: "file:line: first line"
     findings: list[str] = field(default_factory=list)  # "kind@op" of a refusal
     has_64bit: bool | None = None  # does the program's x64 lowering hold 64-bit value types?
+    # Module equality (tests/module_equality.py), the first check of a program x64guard
+    # narrows: "equal", "equal-counters" (x32's own uint64 counters rewritten alike),
+    # "explained: <kinds>" (differs where info findings say the result is the same),
+    # "differs" (module_diff holds the first lines), "" (not narrowed), or "error: ...".
+    module_equality: str = ""
+    module_diff: str = ""
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -347,6 +353,34 @@ def _x32_disagrees(fn, args, reference, reference_error: str) -> tuple[bool, str
     return False, "x32 JAX gives the 64-bit program's answer"
 
 
+def module_equality(fn, args) -> tuple[str, str]:
+    """(verdict, first lines of the difference): x64guard.jit's narrowed module against
+    jax.jit's lowering with x64 off, normalised (tests/module_equality.py). Lowers only."""
+    import jax
+
+    import x64guard
+    from tests import module_equality as me
+
+    try:
+        jax.clear_caches()
+        with x64(False), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            x32_text = jax.jit(fn).lower(*args).as_text()
+        jax.clear_caches()
+        with x64(True), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lowered = x64guard.jit(fn).lower(*args)
+            narrowed, findings = lowered.as_text(), lowered.findings
+        jax.clear_caches()
+        comparison = me.compare(narrowed, x32_text)
+    except Exception as exc:  # noqa: BLE001
+        return f"error: {type(exc).__name__}: {_first_line(exc, 200)}", ""
+    if comparison.equal:
+        return ("equal-counters" if comparison.reference_rewritten else "equal"), ""
+    kinds = sorted({str(f.kind) for f in findings if str(f.kind) != "type-narrowed"})
+    return f"differs; findings: {', '.join(kinds) or 'none'}", comparison.describe(16)
+
+
 def run_program(program) -> Record:
     """The record of one program (never raises for the program's own failures)."""
     import jax
@@ -403,7 +437,9 @@ def run_program(program) -> Record:
     record.warnings = [f"{os.path.basename(w.filename)}:{w.lineno}: {_first_line(w.message, 200)}" for w in caught
                        if issubclass(w.category, x64guard.X64GuardWarning)]
 
-    # 4. the verdict
+    # 4. the verdict: first the modules, then the bits
+    if candidate is not None:
+        record.module_equality, record.module_diff = module_equality(fn, args)
     if candidate is not None:
         if reference_error:  # a program declared refusable that x64guard ran: nothing to compare with
             record.outcome, record.cause = "error", "other"

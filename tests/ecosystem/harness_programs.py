@@ -27,12 +27,13 @@ def identical():
 
 
 @registry.program("shift_by_width_wrong",
-                  "the sign bit by a logical shift of iinfo(dtype).bits - 1: int64's 63 shifts int32 out entirely")
+                  "a shift by half the width, iinfo(dtype).bits // 2: int64's 32 shifts int32 out entirely (a "
+                  "warning only: a literal 32 would be x32 JAX's shift too), x32 JAX shifts by 16")
 def shift_by_width_wrong():
-    def sign_bit(x):
-        return lax.shift_right_logical(x, jnp.asarray(jnp.iinfo(x.dtype).bits - 1, x.dtype))
+    def half_width_shift(x):
+        return lax.shift_left(x, jnp.asarray(jnp.iinfo(x.dtype).bits // 2, x.dtype))
 
-    return sign_bit, (jnp.asarray([-3, 5, -7], jnp.int32),)
+    return half_width_shift, (jnp.asarray([3, 5, -7], jnp.int32),)
 
 
 @registry.program("out_of_range_unjustified", "an int64 input beyond int32, declared refusable for the wrong kind",

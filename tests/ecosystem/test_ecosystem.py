@@ -2,6 +2,8 @@
 diffrax, numpyro and blackjax users write them, each run as x32 `jax.jit` (the reference)
 and as `x64guard.jit` under x64 (the candidate), in child processes.
 
+First check: the module x64guard.jit narrows must be the module jax.jit lowers with x64 off
+(tests/module_equality.py), or a difference named in tests/ecosystem/module_exceptions.py.
 Every program must be bit-identical to the reference, or refused for the reason its
 `Refusal` gives (and x32 JAX must indeed not give the 64-bit program's answer). A failure
 message carries the outcome, the root-cause class and the detail (see harness.py); the
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.ecosystem.module_exceptions import MODULE_EXCEPTIONS
 from tests.ecosystem.programs import all_programs
 from tests.ecosystem.runner import run_programs
 
@@ -34,9 +37,29 @@ def records(request) -> dict:
                                      for p in PROGRAMS])
 def test_program(program, records):
     record = records[program.name]
+    check_module_equality(program, record)
     if not record.ok:
         pytest.fail(f"{program.name} ({program.library}: {program.what}): {record.outcome}, cause {record.cause}: "
                     f"{record.detail}", pytrace=False)
     if not record.has_64bit:
         pytest.fail(f"{program.name}: its x64 lowering holds no 64-bit value type, so it tests nothing",
                     pytrace=False)
+
+
+def check_module_equality(program, record) -> None:
+    """The first check of a program x64guard narrowed: its module is x32 JAX's, or a named
+    difference (the finding that names it present)."""
+    if record.outcome not in ("identical", "wrong"):
+        return  # refused or broken: nothing narrowed to compare
+    verdict, known = record.module_equality, MODULE_EXCEPTIONS.get(program.name)
+    if verdict in ("equal", "equal-counters"):
+        if known is not None:
+            pytest.fail(f"{program.name}: listed in tests/ecosystem/module_exceptions.py ({known.why}), but its "
+                        "narrowed module now equals x32 JAX's: remove the entry", pytrace=False)
+        return
+    if known is None:
+        pytest.fail(f"{program.name}: the narrowed module is not the module jax.jit lowers with x64 off ({verdict}):\n"
+                    f"{record.module_diff}", pytrace=False)
+    if known.kind is not None and known.kind not in verdict:
+        pytest.fail(f"{program.name}: differs from x32 JAX's module for the reason {known.kind!r} names, but "
+                    f"narrowing reported no such finding ({verdict})", pytrace=False)

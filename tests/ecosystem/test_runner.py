@@ -22,7 +22,7 @@ def test_crash_attributed_and_run_continues():
     assert records["identical"].has_64bit
     wrong = records["shift_by_width_wrong"]
     assert (wrong.outcome, wrong.ok) == ("wrong", False), wrong.detail
-    # the probe must find the cause: traced at its own width (int32), the shift is by 31
+    # the probe must find the cause: traced at its own width (int32), the shift is by 16
     assert wrong.cause == "input-width" and "input-width=identical" in wrong.detail, wrong.detail
     refused = records["out_of_range_unjustified"]
     assert (refused.outcome, refused.ok) == ("refused", False)

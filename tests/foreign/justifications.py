@@ -34,6 +34,11 @@ REFUSALS: dict[str, Justification] = {
         "constant holds it and narrowing would check against another value",
         lambda module, finding: module.form == "testdata" and module.op.name in _WIDE_RESULTS
         and finding.op in ("stablehlo.constant", "check.expect_eq_const")),
+    "shift-by-width": Justification(
+        "a testdata module embeds the shift amounts as constants (up to 39): a 64-bit shift by 33 to 63 "
+        "shifts out every bit of a 32-bit integer, where x32 JAX shifts a width-derived amount by 32 less; "
+        "the module cannot say which it is, so x64guard refuses (docs/limits.md)",
+        lambda module, finding: module.form == "testdata" and finding.op.startswith("stablehlo.shift_")),
 }
 
 

@@ -21,9 +21,11 @@ import pytest
 
 import x64guard
 from tests.conftest import wide_types
-from tests.corpus.oracle import bit_identical, describe_mismatch, run_oracle, run_text, to32
+from tests import module_equality
+from tests.corpus.oracle import bit_identical, describe_mismatch, lower_x32, run_oracle, run_text, to32
 from tests.foreign import corpus
 from tests.foreign.justifications import justified
+from tests.foreign.module_exceptions import MODULE_EXCEPTIONS
 from x64guard.findings import errors
 
 pytestmark = pytest.mark.slow
@@ -143,6 +145,30 @@ def test_narrowed_lowered_modules_compute_what_x32_jax_computes(foreign_corpus, 
             if not bit_identical(g, w):
                 problems.append(f"{module.name}: {describe_mismatch(g, w)}")
     assert not problems, "\n".join(problems)
+
+
+def test_narrowed_lowered_modules_are_the_modules_x32_jax_lowers(foreign_corpus, narrowed):
+    """Module equality first: every lowered module that narrows must be the module JAX lowers
+    for the same op with x64 off, after normalising SSA names and locations only, or a
+    difference named in tests/foreign/module_exceptions.py (per op; the finding that names
+    it present). Lowering only, no compile."""
+    problems, verdicts = [], []
+    for module in foreign_corpus.values():
+        result = narrowed[module.name]
+        if module.form != "lowered" or isinstance(result, Exception):
+            continue
+        comparison = module_equality.compare(result.module,
+                                             lower_x32(module.op.fn, [to32(a) for a in module.args], keep_unused=False))
+        known = MODULE_EXCEPTIONS.get(module.name)
+        verdicts.append("equal" if comparison.equal else "named" if known else "differs")
+        if comparison.equal:
+            if known is not None:
+                problems.append(f"{module.name}: listed as a known difference ({known.why}) but now module-equal")
+        elif known is None:
+            problems.append(f"{module.name}: not x32 JAX's module:\n{comparison.describe(8)}")
+        elif known.kind is not None and known.kind not in {str(f.kind) for f in result.findings}:
+            problems.append(f"{module.name}: differs for the reason {known.kind!r} names, but no such finding")
+    assert verdicts and not problems, "\n".join(problems)
 
 
 _NARROW_DTYPE = {np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.int64): np.dtype(np.int32),

@@ -1,4 +1,4 @@
-"""Casts: identity converts removed, bitcast widths checked, reduce_precision clamped."""
+"""Casts: identity converts removed, bitcast widths checked, reduce_precision formats kept."""
 
 import pytest
 
@@ -66,14 +66,14 @@ def test_bitcast_validity_rule():
         assert bitcast_is_valid(t("tensor<3x2xui32>"), t("tensor<3xf64>"))
 
 
-def test_reduce_precision_is_clamped_to_f32():
+def test_reduce_precision_keeps_its_format_as_x32_jax_does():
     result = narrow_quietly("""
 func.func @main(%x: tensor<3xf64>) -> tensor<3xf64> {
   %0 = stablehlo.reduce_precision %x, format = e11m52 : tensor<3xf64>
   %1 = stablehlo.reduce_precision %0, format = e5m10 : tensor<3xf64>
   return %1 : tensor<3xf64>
 }""")
-    assert "format = e8m23 : tensor<3xf32>" in result.text
+    assert "format = e11m52 : tensor<3xf32>" in result.text
     assert "format = e5m10 : tensor<3xf32>" in result.text
     assert wide_types(result.module) == []
 

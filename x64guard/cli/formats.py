@@ -313,7 +313,7 @@ def to_json(run: Run) -> dict:
             "by_kind": {k: {"places": p, "ops": o} for k, (p, o) in kinds.items()},
         },
         "files": [{
-            "path": relative(file.path),
+            "path": file_path(file),
             "format": str(file.format) if file.format else None,
             "error": file.error,
             "modules": [{
@@ -353,7 +353,7 @@ def to_sarif(run: Run) -> dict:
     notifications = [{
         "level": "error",
         "message": {"text": f"cannot read: {file.error}"},
-        "locations": [{"physicalLocation": {"artifactLocation": _artifact(file.path)}}],
+        "locations": [{"physicalLocation": {"artifactLocation": _artifact(file_path(file))}}],
     } for file in run.errors]
     invocation = {"executionSuccessful": not run.errors, "exitCode": run.exit_code()}
     if notifications:
@@ -383,6 +383,12 @@ def _neuron_rule_text(kind: str) -> dict:
         return {}
     return {"fullDescription": {"text": f"{row.trigger} (aws-neuron-sdk 2.32: {row.doc})"},
             "help": {"text": f"fix: {row.fix}"}}
+
+
+def file_path(file) -> str:
+    """A file as reports name it: relative to the working directory where it can be, its
+    name only for a gate dump deleted after the run (the temporary directory names nothing)."""
+    return Path(file.path).name if file.ephemeral else relative(file.path)
 
 
 def _artifact(path: str) -> dict:
@@ -469,7 +475,7 @@ def _escape_property(text: str) -> str:
 def render_github(run: Run) -> str:
     lines = []
     for file in run.errors:
-        lines.append(f"::error file={_escape_property(relative(file.path))},"
+        lines.append(f"::error file={_escape_property(file_path(file))},"
                      f"title={_escape_property('x64guard unreadable input')}::{_escape_data(file.error)}")
     for module in run.modules:
         for finding in module.findings:

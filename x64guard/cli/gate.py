@@ -108,7 +108,9 @@ def run_gate(command: list[str], *, target: str, fail_on: str, keep: str | None 
             "command": list(command),
             "command_line": shlex.join(command),
             "returncode": completed.returncode,
-            "dump_dir": relative(str(dump_root)),
+            # Only a kept directory is named: without --keep it is deleted before the report
+            # is written, and its absolute path would name nothing.
+            "dump_dir": relative(str(dump_root)) if keep is not None else None,
             "kept": keep is not None,
             "dumped_files": len(files),
             # torch-xla's graph dump was requested (it is installed) and it wrote graphs.
@@ -129,6 +131,7 @@ def _remove_if_empty(directory: Path) -> None:
 
 def _check_dump(path: Path, target: str, ephemeral: bool, neuron_cc_flags: str | None = None) -> FileResult:
     result = check_file(str(path), target, neuron_cc_flags=neuron_cc_flags)
+    result.ephemeral = ephemeral
     for module in result.modules:
         module.unit.ephemeral = ephemeral
     return result

@@ -18,6 +18,7 @@ import enum
 import importlib.util
 import os
 import re
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -374,6 +375,18 @@ def _main_element_types(module) -> tuple[list[str | None], list[str | None]]:
     raise ValueError("x64guard: the jax.export artifact's module has no @main")
 
 
+def _output_mode(target: Path) -> int:
+    """The permission bits a new file would get (0o666 less the umask), or those of the
+    file `target` already is."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except OSError:
+        pass
+    mask = os.umask(0o022)  # read it (the only way); put it back at once
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def write_atomically(path: str, data: bytes) -> None:
     """Write `data` to `path` (`-`: standard output) so that a failure leaves no half file."""
     if path == STDIN:
@@ -389,6 +402,9 @@ def write_atomically(path: str, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
+            # mkstemp creates the file 0600; the output follows the umask (or keeps the mode
+            # of the file it replaces), as `open(path, "w")` would.
+            os.fchmod(out.fileno(), _output_mode(target))
         os.replace(temp, target)
     except OSError as exc:
         Path(temp).unlink(missing_ok=True)

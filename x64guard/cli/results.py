@@ -70,6 +70,7 @@ class FileResult:
     format: Format | None = None
     modules: list[ModuleResult] = dataclasses.field(default_factory=list)
     error: str | None = None      # why the file could not be read (exit 2)
+    ephemeral: bool = False       # a gate dump removed after the run: reports give its name only
 
 
 @dataclasses.dataclass

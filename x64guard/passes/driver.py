@@ -62,6 +62,10 @@ class PassRun:
     rewriter: Rewriter
     profile: TargetProfile
     overflow: str
+    # The module was lowered by JAX (`module @jit_...`): its x32 counterpart is x32 JAX's trace.
+    jax_origin: bool = False
+    # finfo(float64) values replaced by float32's (NarrowX64Pass's `dtype_constants`).
+    dtype_constants: bool = True
     # Set by the idiom phase (passes/idioms.py), read by the narrowing walk: ops whose
     # types stay as they are (the RNG state a profile keeps), ops no named pattern needs
     # to look at (their idiom is already reported), and the per-run state of the idioms.

@@ -111,7 +111,7 @@ class IdiomPhase:
                     if op.name in pattern.op_names:
                         phase.function, phase.op_index = function, index
                         pattern.match_and_rewrite(op, OpContext(op, op.name, op.results.types, phase))
-            _erase_dead(state, phase.rewriter)
+            _erase_dead(state, phase.rewriter, run)
         return module, collect(module)  # ops were inserted and erased: collected afresh
 
     def _anchored_ops(self, walked: WalkedOps, run: PassRun) -> tuple[list[tuple[ir.Operation, str, int]], bool]:
@@ -143,8 +143,10 @@ def _functions(module: ir.Module) -> dict[str, ir.Operation]:
     return out
 
 
-def _erase_dead(state: IdiomState, rewriter: Rewriter) -> None:
-    """Erase the ops rules left without uses, then whatever only they used.
+def _erase_dead(state: IdiomState, rewriter: Rewriter, run: PassRun) -> None:
+    """Erase the ops rules left without uses, then whatever only they used. Their 64-bit
+    results are changes of the module like any narrowed type (`PassResult.changes`: a
+    module whose ui64 counters a rule rewrote has changed), counted before each erasure.
 
     First decide (every op still alive: Python objects of one op hash alike), then erase
     users before producers. An erased op's Python objects are invalid, even for hashing,
@@ -169,6 +171,7 @@ def _erase_dead(state: IdiomState, rewriter: Rewriter) -> None:
             return  # cannot happen in SSA form; leave the rest to the narrowing walk
         for op in ready:
             dead.discard(op)
+            run.store.record_idiom_change(op.results.types)
             rewriter.erase(op)
 
 

@@ -35,6 +35,18 @@ class PassResult:
     recorded: Counter = field(default_factory=Counter)
 
 
+# The module names JAX gives what it lowers (jax.jit, pmap, jax.export): `module @jit_f`.
+_JAX_MODULE_PREFIXES = ("jit_", "pmap_", "xla_computation_")
+
+
+def lowered_by_jax(module: ir.Module) -> bool:
+    """Was `module` lowered by JAX (its x32 counterpart is then x32 JAX's trace)?"""
+    attributes = module.operation.attributes
+    if "sym_name" not in attributes:
+        return False
+    return ir.StringAttr(attributes["sym_name"]).value.startswith(_JAX_MODULE_PREFIXES)
+
+
 class NarrowX64Pass:
     """i64/ui64/f64/complex<f64> -> i32/ui32/f32/complex<f32>, as JAX's x32 canonicalization.
 
@@ -62,6 +74,7 @@ class NarrowX64Pass:
                  extra_patterns: Sequence[RewritePattern] = (), types: TypeReport = NARROWED,
                  all_positions: bool = False, errors_note: str | None = None, note_kinds: frozenset | None = None):
         self.overflow = overflow
+        self.dtype_constants = dtype_constants
         self.record_only = record_only
         self.profile = profile or TARGET_PROFILES[DEFAULT_TARGET]
         self.types = types
@@ -80,7 +93,8 @@ class NarrowX64Pass:
         converter = TypeConverter(module.context)
         store = FindingsStore(converter)
         rewriter = RecordingRewriter() if self.record_only else Rewriter()
-        run = PassRun(module.context, converter, store, rewriter, self.profile, self.overflow)
+        run = PassRun(module.context, converter, store, rewriter, self.profile, self.overflow,
+                      jax_origin=lowered_by_jax(module), dtype_constants=self.dtype_constants)
         walked = collect(module)
         # Calls as they are before any rule runs (an idiom rule may bypass one): an op
         # without a location in a called function is placed at its first call site.

@@ -35,7 +35,7 @@ class Rewriter:
         # see operands already narrowed, and some must judge what they were (a custom_call
         # whose only 64-bit types are its operands).
         self.types_before: dict[int, ir.Type] = {}
-        self._forwarded: list[ir.Operation] = []
+        self._forwarded: list[tuple[ir.Operation, int]] = []
         self._replaced: list[tuple[ir.Operation, ir.Operation]] = []
         self._erased_functions: set[str] = set()
 
@@ -58,9 +58,10 @@ class Rewriter:
         op.attributes[name] = attr() if callable(attr) else attr
 
     # --- deferred until the walk is over --------------------------------------------------
-    def forward_operand(self, op: ir.Operation) -> None:
-        """After the walk, `op`'s single result is replaced by its first operand; `op` is erased."""
-        self._forwarded.append(op)
+    def forward_operand(self, op: ir.Operation, index: int = 0) -> None:
+        """After the walk, `op`'s single result is replaced by its operand `index` (the
+        first by default); `op` is erased."""
+        self._forwarded.append((op, index))
 
     def replace_op(self, op: ir.Operation, name: str, results: Sequence[ir.Type], operands: Sequence[ir.Value],
                    attributes: dict | None) -> None:
@@ -81,8 +82,8 @@ class Rewriter:
         # The operand is read only now, in walk order: when `op` forwards the result of
         # an op forwarded before it (convert(convert(x))), its operand already is `x`.
         # Holding the Value from walk time would dangle once its producer is erased.
-        for op in self._forwarded:
-            op.results[0].replace_all_uses_with(op.operands[0])
+        for op, index in self._forwarded:
+            op.results[0].replace_all_uses_with(op.operands[index])
             op.erase()
         self._forwarded.clear()
         created = []
@@ -155,7 +156,7 @@ class RecordingRewriter(Rewriter):
     def set_attribute(self, op: ir.Operation, name: str, attr) -> None:
         self.recorded["set_attribute"] += 1
 
-    def forward_operand(self, op: ir.Operation) -> None:
+    def forward_operand(self, op: ir.Operation, index: int = 0) -> None:
         self.recorded["forward_operand"] += 1
 
     def replace_op(self, op, name, results, operands, attributes) -> None:

@@ -77,6 +77,8 @@ class FindingsStore:
         # Functions whose ops' findings are dropped (a restored composite's decomposition:
         # erased after the walk; the walk does not enter it).
         self.dropped_functions: set[str] = set()
+        # Per type change, the 64-bit results of ops the idiom phase replaced (and erased).
+        self._idiom_changes: Counter[str] = Counter()
 
     # --- recording (during the walk) ----------------------------------------------------
     def report(self, kind: Kind, severity: Severity, op_name: str, location: ir.Location, function: str,
@@ -95,6 +97,13 @@ class FindingsStore:
             places = self._narrowed[key] = []
         places.append(location)
 
+    def record_idiom_change(self, types) -> None:
+        """An idiom rule replaced an op with these result types (counted if 64-bit)."""
+        convert, change_key = self._converter.convert, self._converter.change_key
+        for t in types:
+            if convert(t) is not None:
+                self._idiom_changes[change_key(t)] += 1
+
     def record_call(self, callee: str, location: ir.Location, caller: str) -> None:
         calls = self._calls.get(callee)
         if calls is None:
@@ -104,8 +113,9 @@ class FindingsStore:
 
     # --- output -------------------------------------------------------------------------
     def changes(self) -> dict[str, int]:
-        """Per type change, how many types changed: {"f64->f32": 12}."""
-        out: Counter[str] = Counter()
+        """Per type change, how many types changed: {"f64->f32": 12} (the 64-bit results
+        of ops an idiom rule replaced included)."""
+        out: Counter[str] = Counter(self._idiom_changes)
         change_key = self._converter.change_key
         for (_, function, olds), places in self._narrowed.items():
             if function in self.dropped_functions:

@@ -115,10 +115,6 @@ FLOAT64_MAX = float(np.finfo(np.float64).max)
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 FLOAT_SENTINELS: dict[float, float] = {FLOAT64_MAX: FLOAT32_MAX, -FLOAT64_MAX: -FLOAT32_MAX}
 
-# reduce_precision: the widest format a 32-bit float can represent.
-F32_EXPONENT_BITS = 8
-F32_MANTISSA_BITS = 23
-
 # Ops whose `value` attribute is data (the only dense i64 attributes that are not structure).
 CONSTANT_OPS: frozenset[str] = frozenset({"stablehlo.constant", "mhlo.constant", "arith.constant"})
 

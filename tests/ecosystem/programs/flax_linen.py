@@ -174,4 +174,41 @@ def lstm_lm_grad():
     return loss_and_grad, (params, tokens)
 
 
+@registry.program("linen_bn_dropout_adamw_train_step",
+                  "Dense -> BatchNorm (mutable=['batch_stats']) -> relu -> Dropout (rngs={'dropout': key}) -> Dense, "
+                  "optax.adamw, the step's dropout key split from a carried key")
+def bn_dropout_adamw_train_step():
+    import flax.linen as nn
+    import optax
+
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x, train: bool):
+            x = nn.Dense(16)(x)
+            x = nn.BatchNorm(use_running_average=not train)(x)
+            x = nn.Dropout(0.1, deterministic=not train)(nn.relu(x))
+            return nn.Dense(1)(x)[:, 0]
+
+    model = Net()
+    x, _ = _data(seed=5)
+    target = jnp.cos(x[:, 1])
+    variables = model.init(jax.random.PRNGKey(0), x, train=False)
+    tx = optax.adamw(1e-2)
+    opt_state = tx.init(variables["params"])
+
+    def train_step(params, batch_stats, opt_state, key, x, target):
+        key, dropout_key = jax.random.split(key)
+
+        def loss_fn(p):
+            pred, updates = model.apply({"params": p, "batch_stats": batch_stats}, x, train=True,
+                                        mutable=["batch_stats"], rngs={"dropout": dropout_key})
+            return jnp.mean((pred - target) ** 2), updates["batch_stats"]
+
+        (loss, new_stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), new_stats, opt_state, key, loss
+
+    return train_step, (variables["params"], variables["batch_stats"], opt_state, jax.random.PRNGKey(1), x, target)
+
+
 PROGRAMS = registry.programs

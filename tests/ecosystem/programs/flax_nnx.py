@@ -103,9 +103,17 @@ def batchnorm_train_step():
 
     model = Net(nnx.Rngs(0))
     model.train()
-    optimizer = nnx.Optimizer(model, optax.sgd(0.05, momentum=0.9), wrt=nnx.Param)
+    return _split_merge_step(model, optax.sgd(0.05, momentum=0.9), seed=2)
+
+
+def _split_merge_step(model, tx, seed: int):
+    """The train step nnx users write: nnx.split outside, nnx.merge inside, an
+    nnx.Optimizer(tx, wrt=nnx.Param) update, the (model, optimizer) state out."""
+    from flax import nnx
+
+    optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
     graphdef, state = nnx.split((model, optimizer))
-    x, y = _data(seed=2)
+    x, y = _data(seed=seed)
 
     def train_step(state, x, y):
         model, optimizer = nnx.merge(graphdef, state)
@@ -140,6 +148,62 @@ def conv_attention_eval():
         return nnx.merge(graphdef, state)(x)
 
     return forward, (state, x)
+
+
+@registry.program("nnx_bn_dropout_adamw_train_step",
+                  "issue 21's program: Linear -> BatchNorm (training) -> relu -> Dropout -> Linear, "
+                  "nnx.Optimizer(adamw, wrt=nnx.Param), split outside and merge inside the step, typed Rngs keys "
+                  "in the state")
+def bn_dropout_adamw_train_step():
+    import optax
+    from flax import nnx
+
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.linear = nnx.Linear(4, 16, rngs=rngs)
+            self.norm = nnx.BatchNorm(16, rngs=rngs)
+            self.dropout = nnx.Dropout(0.1, rngs=rngs)
+            self.head = nnx.Linear(16, 1, rngs=rngs)
+
+        def __call__(self, x):
+            return self.head(self.dropout(nnx.relu(self.norm(self.linear(x)))))
+
+    model = Net(nnx.Rngs(0))
+    model.train()
+    return _split_merge_step(model, optax.adamw(1e-2), seed=3)
+
+
+@registry.program("nnx_bn_dropout_eval_after_step",
+                  "the same model: one training step (BatchNorm statistics and Dropout's rng count updated), "
+                  "then an eval-mode forward pass with the running statistics, in one jitted function")
+def bn_dropout_eval_after_step():
+    import optax
+    from flax import nnx
+
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.linear = nnx.Linear(4, 8, rngs=rngs)
+            self.norm = nnx.BatchNorm(8, momentum=0.8, rngs=rngs)
+            self.dropout = nnx.Dropout(0.25, rngs=rngs)
+            self.head = nnx.Linear(8, 1, rngs=rngs)
+
+        def __call__(self, x):
+            return self.head(self.dropout(nnx.gelu(self.norm(self.linear(x)))))
+
+    model = Net(nnx.Rngs(params=1, dropout=2))
+    optimizer = nnx.Optimizer(model, optax.adam(3e-3), wrt=nnx.Param)
+    graphdef, state = nnx.split((model, optimizer))
+    x, y = _data(seed=4)
+
+    def step_then_eval(state, x, y):
+        model, optimizer = nnx.merge(graphdef, state)
+        model.train()
+        loss, grads = nnx.value_and_grad(lambda m: jnp.mean((m(x) - y) ** 2))(model)
+        optimizer.update(model, grads)
+        model.eval()
+        return loss, model(x), nnx.state((model, optimizer))
+
+    return step_then_eval, (state, x, y)
 
 
 PROGRAMS = registry.programs

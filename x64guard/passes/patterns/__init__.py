@@ -4,8 +4,8 @@ listed here never runs (tests/passes/test_golden.py checks that each named rule 
 generic one has a golden case in tests/passes/golden/rules, or names where it is tested)."""
 
 from x64guard.passes.patterns.check_ops import NarrowCheckExpectation
-from x64guard.passes.patterns.casts import NarrowBitcastConvert, NarrowReducePrecision, RemoveIdentityConvert
-from x64guard.passes.patterns.shifts import WarnShiftByWidth
+from x64guard.passes.patterns.casts import NarrowBitcastConvert, RemoveIdentityConvert
+from x64guard.passes.patterns.shifts import WarnShiftByWidth, WidthDependentCount
 from x64guard.passes.patterns.composites import RestoreChloComposite
 from x64guard.passes.patterns.constants import NarrowCleanSplat, NarrowConstant
 from x64guard.passes.patterns.counters import CounterSplit, LowWordMask
@@ -13,6 +13,7 @@ from x64guard.passes.patterns.custom_calls import NarrowCustomCall
 from x64guard.passes.patterns.dtype_constants import ReplaceDtypeConstants
 from x64guard.passes.patterns.generic import ConvertOpTypes
 from x64guard.passes.patterns.hypot import HypotScale
+from x64guard.passes.patterns.identities import FoldWholeArrayScatter
 from x64guard.passes.patterns.random_bits import (JaxFloatsFromBits, RandintMultiplier, RbgWideDraw,
                                                   ReshapedRandomWords, ThreefryWords, ThreefryWordsOriginal,
                                                   XlaFloatsFromBits, XlaRandintWords)
@@ -46,11 +47,12 @@ SPECIAL_PATTERNS = (
     NarrowConstant(),
     RemoveIdentityConvert(),
     NarrowBitcastConvert(),
-    NarrowReducePrecision(),
     NarrowCustomCall(),
     RefuseWideRandomWords(),
     WarnShiftByWidth(),
+    WidthDependentCount(),
     RestoreChloComposite(),
+    FoldWholeArrayScatter(),
     NarrowCheckExpectation(),
     KeepStateSignature(),
 )

@@ -1,5 +1,8 @@
-"""Casts: identity converts go away; bitcasts must stay valid; reduce_precision cannot
-ask for more bits than a 32-bit float has."""
+"""Casts: identity converts go away; bitcasts must stay valid.
+
+`reduce_precision` to float64's format (e11m52) is left as it is: x32 JAX's trace of the same
+expression holds `reduce_precision ..., format = e11m52 : tensor<...xf32>` (more bits than the
+type has: the identity, as e8m23 would be), and the narrowed module must be that module."""
 
 from __future__ import annotations
 
@@ -8,18 +11,41 @@ from jax.extend.mlir import ir
 from x64guard.findings import Kind, Severity
 from x64guard.passes.constant_io import element_of
 from x64guard.passes.driver import OpContext, RewritePattern
-from x64guard.passes.tables import F32_EXPONENT_BITS, F32_MANTISSA_BITS
 
 
 class RemoveIdentityConvert(RewritePattern):
-    """`convert` whose operand and result types coincide after narrowing (f32->f64->f32)."""
+    """`convert` whose operand and result types coincide after narrowing but not before
+    (f32->f64, f64->f32 of an array): x32 JAX traces no convert there (`astype` to the dtype
+    a value already has is no op). Two kinds stay, narrowed, because x32 JAX's trace holds
+    them as f32->f32 / i32->i32 converts: a convert that was already an identity (f64->f64),
+    and a scalar's 64->32-bit convert (a weak-typed value made float32/int32). The narrowed
+    module must be the module x32 JAX lowers (tests/module_equality.py)."""
 
     op_names = frozenset({"stablehlo.convert"})
 
     def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
-        if ctx.narrowed(op.operands[0].type) == ctx.narrowed(ctx.result_types[0]):
+        source, result = ctx.type_before(op.operands[0]), ctx.result_types[0]
+        if source != result and ctx.narrowed(source) == ctx.narrowed(result) \
+                and not _weak_scalar_convert(op.operands[0], source, result):
             ctx.rewriter.forward_operand(op)
         return True
+
+
+def _weak_scalar_convert(operand: ir.Value, source: ir.Type, result: ir.Type) -> bool:
+    """A scalar converted from a 64-bit type to its 32-bit counterpart (f64 -> f32,
+    i64 -> i32): what a weak-typed value (a Python scalar, a library's scalar argument)
+    becomes when an op asks for float32/int32. x32 JAX traces that as an identity convert
+    (weak f32 -> f32), so it stays. Anything else that narrowing makes an identity (f32 ->
+    f64, an array's f64 -> f32) is an `astype` x32 JAX traces as nothing."""
+    if not isinstance(source, ir.RankedTensorType) or source.rank != 0:
+        return False
+    width_in, width_out = bit_width(source), bit_width(result)
+    if width_in is None or width_out is None or width_in <= width_out:
+        return False
+    # Integer scalars (indices, counts, Python ints), and float scalars that a function takes
+    # as an argument (a library's `minval`): weak-typed in the x64 trace. A float scalar the
+    # trace computed (optax's bias correction in float64) is strong: x32 JAX has no convert.
+    return isinstance(element_of(source), ir.IntegerType) or isinstance(operand.owner, ir.Block)
 
 
 def bit_width(t: ir.Type) -> int | None:
@@ -63,19 +89,4 @@ class NarrowBitcastConvert(RewritePattern):
                       f"this bitcast to {result} would become {new_source} -> {new_result}, which no longer "
                       "reinterprets the same bits; keep it in 64 bits (mode='allow') or rewrite it on "
                       "32-bit values (lax.bitcast_convert_type on float32/uint32)")
-        return True
-
-
-class NarrowReducePrecision(RewritePattern):
-    """reduce_precision of an f64 value may keep up to 11/52 bits; f32 has 8/23."""
-
-    op_names = frozenset({"stablehlo.reduce_precision"})
-
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
-        if ctx.converter.convert(ctx.result_types[0]) is None:
-            return False
-        for name, limit in (("exponent_bits", F32_EXPONENT_BITS), ("mantissa_bits", F32_MANTISSA_BITS)):
-            bits = op.attributes[name]
-            if bits.value > limit:
-                ctx.rewriter.set_attribute(op, name, ir.IntegerAttr.get(bits.type, limit))
         return True

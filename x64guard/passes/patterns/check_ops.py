@@ -11,10 +11,14 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 
 from x64guard.passes.driver import OpContext, RewritePattern
-from x64guard.passes.patterns.constants import NarrowConstant
+from x64guard.passes.patterns.constants import NarrowCleanSplat, NarrowConstant
+from x64guard.passes.patterns.dtype_constants import ReplaceDtypeConstants
 from x64guard.passes.tables import CHECK_DIALECT_OPS
 
-_NARROW_CONSTANT = NarrowConstant()
+# The constant rules, in the order the pass runs them on a `stablehlo.constant`: an expected
+# value and the constant it is compared with narrow alike (4.94e-324, float64's smallest
+# subnormal, becomes float32's in both, not 1.4e-45 in one and 0.0 in the other).
+_CONSTANT_RULES = (NarrowCleanSplat(), ReplaceDtypeConstants(), NarrowConstant())
 
 
 class NarrowCheckExpectation(RewritePattern):
@@ -28,7 +32,12 @@ class NarrowCheckExpectation(RewritePattern):
             return False
         # The expected value narrows exactly as a constant of the checked type would: the
         # constant rule reads the op's `value` with that type as its result type.
-        _NARROW_CONSTANT.match_and_rewrite(op, ctx.with_result_types([checked]))
+        as_constant = ctx.with_result_types([checked])
+        for rule in _CONSTANT_RULES:
+            if isinstance(rule, ReplaceDtypeConstants) and not ctx.run.dtype_constants:
+                continue
+            if rule.match_and_rewrite(op, as_constant):
+                break
         return True
 
 

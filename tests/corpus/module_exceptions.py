@@ -1,0 +1,57 @@
+"""Corpus programs whose narrowed module is not the module jax.jit lowers with x64 off, and why
+(tests/module_equality.py; checked first by tests/corpus/oracle.py). Data, measured: an entry
+whose program becomes module-equal fails its case until it is removed. `kind` names the finding
+of the narrowed module that reports the difference (required); None where no finding can see it
+(library code that branches on the dtype at trace time, names JAX derives from the dtype)."""
+
+from tests.module_equality import KnownDifference
+
+_THREEFRY_ORIGINAL = ("jax_threefry_partitionable=False: x64guard rebuilds the words x32 JAX draws from the x64 "
+                      "program's own counter ops (the same bits, see the bit oracle), laid out unlike x32 JAX's trace")
+_SCALAR_CONVERT = ("a strong int64 scalar input converted to int32: x64guard keeps a scalar's 64->32-bit convert "
+                   "(x32 JAX's convert of a weak-typed scalar, the more common case), x32 JAX traces none for a "
+                   "strong int32")
+
+MODULE_EXCEPTIONS: dict[str, KnownDifference] = {
+    "random_bits_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_uniform_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_normal_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_bernoulli_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_randint_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_categorical_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_gumbel_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_gamma_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_beta_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_dirichlet_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_truncated_normal_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_exponential_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_choice_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_choice_p_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_t_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_laplace_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_multivariate_normal_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_uniform_scan_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_normal_scan_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_bernoulli_scan_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_randint_scan_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_categorical_scan_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_gamma_scan_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_bits_scan_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_bits_large_not_partitionable": KnownDifference("rng-words", _THREEFRY_ORIGINAL),
+    "random_uniform_float32_and_float64": KnownDifference(
+        "rng-floats", "the x64 trace holds _uniform for float32 and for float64: narrowed, two identical "
+                      "functions (_uniform, _uniform_0) where x32 JAX traces one"),
+    "finfo_betainc": KnownDifference(None, "betainc's continued fraction runs 600 iterations for float64 and 200 for float32 (a constant of the trace)"),
+    "lib_eigh_tridiagonal": KnownDifference(None, "eigh_tridiagonal's bisection counts float64's 53 mantissa bits where float32 has 24"),
+    "lib_special_erfcx": KnownDifference(None, "erfcx evaluates a 9-term polynomial for float64 and a 5-term one for float32"),
+    "lib_blackjax_ns_log1mexp": KnownDifference(None, "log1mexp clips at a dtype-derived constant x32 JAX folds into another graph"),
+    "lib_numpyro_interval_censored": KnownDifference(None, "numpyro's censored likelihood clamps with dtype-derived bounds traced as other ops"),
+    "switch_int64_index": KnownDifference(None, _SCALAR_CONVERT),
+    "gather_scalar_index": KnownDifference(None, _SCALAR_CONVERT),
+    "roll_dynamic_shift": KnownDifference(None, _SCALAR_CONVERT),
+    "approx_max_k": KnownDifference(None, "JAX names approx_max_k's comparator after the dtype "
+                                          "(top_k_gt_f64_comparator, top_k_gt_f32_comparator in x32)"),
+    "matmul_mixed_f32_f64": KnownDifference(None, "the x64 trace converts the float64 operand to itself "
+                                                  "(kept, as x32 JAX keeps such identities for weak-typed "
+                                                  "values); x32 JAX's float32 matmul has none"),
+}

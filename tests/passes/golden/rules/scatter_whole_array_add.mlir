@@ -1,0 +1,29 @@
+// rule: FoldWholeArrayScatter
+// Not an identity: the combiner adds (x + y), so the scatter stays, narrowed.
+func.func @main(%x: tensor<4xf64>, %y: tensor<4xf64>) -> tensor<4xf64> {
+  %c = stablehlo.constant dense<0> : tensor<i32>
+  %i = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<i32>) -> tensor<0xi32>
+  %0 = "stablehlo.scatter"(%x, %i, %y) <{indices_are_sorted = true, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [0]>, unique_indices = true}> ({
+  ^bb0(%a: tensor<f64>, %b: tensor<f64>):
+    %s = stablehlo.add %a, %b : tensor<f64>
+    stablehlo.return %s : tensor<f64>
+  }) : (tensor<4xf64>, tensor<0xi32>, tensor<4xf64>) -> tensor<4xf64>
+  return %0 : tensor<4xf64>
+}
+// ----- output
+module {
+  func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf32> {
+    %c = stablehlo.constant dense<0> : tensor<i32>
+    %0 = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<i32>) -> tensor<0xi32>
+    %1 = "stablehlo.scatter"(%arg0, %0, %arg1) <{indices_are_sorted = true, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [0]>, unique_indices = true}> ({
+    ^bb0(%arg2: tensor<f32>, %arg3: tensor<f32>):
+      %2 = stablehlo.add %arg2, %arg3 : tensor<f32>
+      stablehlo.return %2 : tensor<f32>
+    }) : (tensor<4xf32>, tensor<0xi32>, tensor<4xf32>) -> tensor<4xf32>
+    return %1 : tensor<4xf32>
+  }
+}
+// ----- findings
+info type-narrowed func.func @1 x3
+info type-narrowed stablehlo.scatter @4 x3
+info type-narrowed stablehlo.add @6 x1
