@@ -330,7 +330,7 @@ def test_float64_and_float32_numpy_data_are_different_signatures():
 
 def test_float64_arrays_of_a_caller_with_x64_on_lower_once_and_match_x32_jax():
     """A user with x64 on hands x64guard.jit float64 arrays: the narrowed program takes
-    them as they are and converts them on the device (no second lowering, no host copy)."""
+    them converted before the program (no second lowering, one compile)."""
     def fresh(x, w, n):
         return jnp.tanh(x @ w) * n
 

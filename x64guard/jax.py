@@ -228,13 +228,32 @@ def _to_narrow(x, dtype, path: str):
         if x.dtype == dtype:
             return x
         _check_range(x, dtype, path)
-        with _compat.x64_enabled():
-            return x.astype(dtype)
+        return _converted_outside(x, dtype)
     array = np.asarray(x)
     if array.dtype != dtype:
         _check_range(array, dtype, path)
         array = array.astype(dtype)
     return array
+
+
+def _converted_outside(x, dtype):
+    """A 64-bit input converted to the program's 32-bit dtype before the program, never
+    inside it: a conversion fused into the compiled program changes XLA's code (FMA
+    contraction: different bits from x32 JAX). numpy data is cast on the host, as JAX
+    with x64 off casts it; a JAX array goes through the host too (no XLA compile per input
+    shape, unlike `x.astype`) and back to its own sharding. Integers must have been
+    range-checked."""
+    if isinstance(x, jax.Array):
+        return jax.device_put(np.asarray(x).astype(dtype), x.sharding)
+    return np.asarray(x).astype(dtype)
+
+
+def _host_cast_leaves(leaves: list, wide: tuple) -> list:
+    """`leaves` with the 64-bit numpy data at `wide` cast to its 32-bit dtype on the host."""
+    leaves = list(leaves)
+    for i in wide:
+        leaves[i] = leaves[i].astype(NARROW_DTYPE[leaves[i].dtype])
+    return leaves
 
 
 def _check_range(x, dtype, path: str) -> None:
@@ -420,24 +439,19 @@ class _Program:
         flat = self.narrow_inputs(flat_inputs)
         return self.out_tree.unflatten(self.differentiable(*flat))
 
-    def executable(self, wide_inputs: tuple = ()):
+    def executable(self):
         """The narrowed module compiled as JAX compiles the x64 lowering it came from
         (devices, shardings, donation, callbacks, effects): lowered once, compiled once.
-        wide_inputs: (index, 64-bit dtype) of inputs that arrive at 64 bits (arrays of a
-        caller with x64 on): a variant that converts them first, on the device."""
-        executable = self._executables.get(wide_inputs)
+        The one executable of this signature: the direct call and `.lower().compile()`
+        run it, inputs that arrive at 64 bits converted before it (`run`)."""
+        executable = self._executables.get(())
         if executable is None:
             with self._lock:
-                executable = self._executables.get(wide_inputs)
+                executable = self._executables.get(())
                 if executable is None:
-                    module = self.narrowed.module
-                    in_avals = list(self.in_avals)
-                    if wide_inputs:
-                        module = _with_converted_inputs(module, self, wide_inputs)
-                        for i, dtype in wide_inputs:
-                            in_avals[i] = in_avals[i].update(dtype=dtype)
-                    executable = _compat.compile_with_avals(self.lowered, module, in_avals, self.out_avals)
-                    self._executables[wide_inputs] = executable
+                    executable = _compat.compile_with_avals(self.lowered, self.narrowed.module, list(self.in_avals),
+                                                            self.out_avals)
+                    self._executables[()] = executable
         return executable
 
     def run(self, flat_inputs: Sequence) -> tuple[Any, Any]:
@@ -445,13 +459,18 @@ class _Program:
         of this signature itself, or None)."""
         # What JAX's dispatch hands the program in the calling thread (numpy float64 data
         # is float32 with x64 off) is, input by input, the narrowed dtype or its 64-bit
-        # counterpart.
-        wide = tuple((i, d) for i, (x, n) in enumerate(zip(flat_inputs, self.in_dtypes))
-                     if (d := _dispatch_dtype(x)) != n)
-        executable = self.executable(wide)
+        # counterpart (a caller with x64 on): those are converted outside the program.
+        wide = [i for i, (x, n) in enumerate(zip(flat_inputs, self.in_dtypes)) if _dispatch_dtype(x) != n]
+        executable = self.executable()
+        if wide:
+            flat_inputs = list(flat_inputs)
+            for i in wide:
+                flat_inputs[i] = _converted_outside(flat_inputs[i], self.in_dtypes[i])
         outs = executable.call(*flat_inputs)
+        # No fast path for 64-bit arrays: JAX's C++ dispatch would hand them to the
+        # program unconverted.
         fastpath = _compat.fastpath_data(executable, self.out_tree, flat_inputs, outs) \
-            if self.num_devices == 1 else None
+            if self.num_devices == 1 and not wide else None
         return self.out_tree.unflatten(outs), fastpath
 
     @functools.cached_property
@@ -632,7 +651,10 @@ class NarrowedFunction:
             if dtype in _WIDE_NUMPY:
                 wide_numpy = True
         if wide_numpy:
-            return self._dispatch_wide(_wide_numpy_leaves(args), *args)
+            wide = _wide_numpy_leaves(args)
+            if (self._mode or current_mode()) is _ALLOW:  # full width: the data stays 64-bit
+                return self._dispatch_wide(wide, *args)
+            return self._dispatch_wide(wide, *_host_cast_leaves(args, wide))
         return self._dispatch(*args)
 
     def _call_general(self, args: tuple, kwargs: dict):
@@ -648,7 +670,15 @@ class NarrowedFunction:
             return program.call_traced(flat)
         self._check_integer_inputs(dyn_args, dyn_kwargs, leaves)
         wide = _wide_numpy_leaves(leaves)
+        if wide and (self._mode or current_mode()) is _ALLOW:  # full width: the data stays 64-bit
+            return self._dispatch_wide(wide, *args, **kwargs)
         if wide:
+            # Cast on the host before the dispatch (the program takes 32-bit inputs):
+            # JAX's C++ path then runs later calls of this signature by itself.
+            dyn_args, dyn_kwargs, static = self._statics.split(args, kwargs)
+            flat, tree = jax.tree_util.tree_flatten((dyn_args, dyn_kwargs))
+            dyn_args, dyn_kwargs = tree.unflatten(_host_cast_leaves(flat, wide))
+            args, kwargs = self._statics.merge(dyn_args, dyn_kwargs, static)
             return self._dispatch_wide(wide, *args, **kwargs)
         return self._dispatch(*args, **kwargs)
 
@@ -824,40 +854,6 @@ class Lowered:
 
     def compile(self) -> "Compiled":
         return Compiled(self._program, self._program.executable(), self._statics)
-
-
-def _with_converted_inputs(module, program: _Program, wide_inputs: tuple):
-    """A copy of the narrowed module whose main takes the given inputs at their 64-bit
-    dtype and converts them to the narrowed one first (what a caller with x64 on hands
-    it), so that no second JAX lowering is needed for that caller."""
-    from jax.extend.mlir import ir
-    from jax.extend.mlir.dialects import stablehlo
-
-    from x64guard import mlir as x64guard_mlir
-
-    copy = x64guard_mlir.clone(module)
-    with copy.context, ir.Location.unknown(copy.context):
-        main = next(op for op in copy.body.operations
-                    if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main")
-        block = main.regions[0].blocks[0]
-        kept = sorted(program.kept_var_idx)
-        first = len(program.ordered_effects)  # main's leading token arguments
-        element = {np.dtype(np.float64): ir.F64Type.get, np.dtype(np.int64): lambda: ir.IntegerType.get_signless(64),
-                   np.dtype(np.uint64): lambda: ir.IntegerType.get_unsigned(64),
-                   np.dtype(np.complex128): lambda: ir.ComplexType.get(ir.F64Type.get())}
-        before_body = ir.InsertionPoint(block.operations[0])
-        for i, dtype in wide_inputs:
-            if i not in program.kept_var_idx:
-                continue
-            arg = block.arguments[first + kept.index(i)]
-            narrow_type = ir.RankedTensorType(arg.type)
-            arg.set_type(ir.RankedTensorType.get(narrow_type.shape, element[np.dtype(dtype)]()))
-            convert = stablehlo.ConvertOp(narrow_type, arg, ip=before_body)
-            arg.replace_all_uses_except(convert.result, convert.operation)
-        function_type = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
-        main.attributes["function_type"] = ir.TypeAttr.get(
-            ir.FunctionType.get([a.type for a in block.arguments], function_type.results))
-    return copy
 
 
 class Compiled:
