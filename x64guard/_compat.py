@@ -631,6 +631,12 @@ class TraceDifference:
     x32: str             # the x32 trace's counterpart
 
 
+# Primitives whose lowering rule itself branches on the operand dtype (jax/_src/lax/special.py
+# in jax 0.10.2: coefficient tables, iteration counts, finfo tolerances): equal equations
+# that lower to different programs.
+LOWERED_BY_DTYPE = frozenset({"bessel_i0e", "regularized_incomplete_beta", "igamma", "igammac", "igamma_grad_a"})
+
+
 def first_trace_difference(closed64, closed32, narrow_dtype) -> "TraceDifference | None":
     """None when the x64 jaxpr is the x32 jaxpr once every 64-bit dtype is narrowed
     (`narrow_dtype(dtype)` -> its 32-bit dtype or None) and values are compared at 32 bits:
@@ -638,10 +644,11 @@ def first_trace_difference(closed64, closed32, narrow_dtype) -> "TraceDifference
     the same way), literals and constants. Identity conversions after narrowing (int32 ->
     int64, float64 -> float32 of a float64 value, weak-type changes) are skipped on both
     sides: they are exactly what narrowing folds. Weak types and shardings are not
-    compared; Python callables in parameters (custom_jvp's rules) are not compared."""
+    compared; Python callables in parameters (custom_jvp's rules) are not compared. An
+    equation of LOWERED_BY_DTYPE with a 64-bit operand is a difference."""
     import numpy as np
 
-    from jax._src import core, source_info_util
+    from jax._src import core, linear_util, source_info_util
     from jax._src.lax import lax as lax_internal
 
     convert_p = lax_internal.convert_element_type_p
@@ -708,7 +715,8 @@ def first_trace_difference(closed64, closed32, narrow_dtype) -> "TraceDifference
                 return a == b
         if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
             return value_key(a, np.asarray(a)) == value_key(b, np.asarray(b))
-        if callable(a) and callable(b) and not isinstance(a, type):
+        if isinstance(a, linear_util.WrappedFun) and isinstance(b, linear_util.WrappedFun) or (
+                callable(a) and callable(b) and not isinstance(a, type)):
             return True  # rules and thunks: what they produce is traced and compared elsewhere
         try:
             return bool(a == b)
@@ -748,7 +756,9 @@ def first_trace_difference(closed64, closed32, narrow_dtype) -> "TraceDifference
             e32 = eqns32[n] if n < len(eqns32) else None
             if e64 is None or e32 is None:
                 differs(e64, e32)
-            if (e64.primitive is not e32.primitive or len(e64.invars) != len(e32.invars)
+            lowered_by_dtype = e64.primitive.name in LOWERED_BY_DTYPE and any(
+                str(dtype32(a.aval.dtype)) != str(a.aval.dtype) for a in e64.invars if hasattr(a.aval, "dtype"))
+            if (lowered_by_dtype or e64.primitive is not e32.primitive or len(e64.invars) != len(e32.invars)
                     or len(e64.outvars) != len(e32.outvars)
                     or [key(env64, a) for a in e64.invars] != [key(env32, a) for a in e32.invars]
                     or [aval_key(v.aval) for v in e64.outvars] != [aval_key(v.aval) for v in e32.outvars]

@@ -199,6 +199,14 @@ def _widened_spec(spec: jax.ShapeDtypeStruct, uint32: bool = True) -> jax.ShapeD
     return jax.ShapeDtypeStruct(spec.shape, _WIDEST[dtype], weak_type=spec.weak_type, sharding=spec.sharding)
 
 
+def _narrowed_spec(spec: jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:
+    """`spec` at its 32-bit width (x32 JAX's trace of the input)."""
+    dtype = _narrow_dtype(spec.dtype)
+    if dtype is None:
+        return spec
+    return jax.ShapeDtypeStruct(spec.shape, dtype, weak_type=spec.weak_type, sharding=spec.sharding)
+
+
 def _narrow_dtype(dtype):
     """The 32-bit dtype for a 64-bit one, else None (typed keys included)."""
     if _compat.is_extended_dtype(dtype):
@@ -375,6 +383,34 @@ def _user_frame():
             return frame
         frame = frame.f_back
     return None
+
+
+def _trace_differs_message(difference, ran_x32: bool) -> str:
+    frame = _user_frame()
+    user = f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else "?"
+    what = ("x64guard runs the x32 program (JAX's trace with x64 off: x32 JAX's answer) instead of narrowing the "
+            "x64 one" if ran_x32 else
+            "narrowing cannot reproduce x32 JAX's answer there. Call it under jax.jit with x64 off, or keep it in "
+            "64 bits (mode='allow')")
+    return (f"{user}: the function traced with x64 on is another program than with x64 off (code that decides by "
+            f"jax_enable_x64 or by the dtype while tracing), first at {difference.primitive} (library line "
+            f"{difference.location or 'unknown'}): x64 trace `{difference.x64}`, x32 trace `{difference.x32}`; "
+            f"{what} [trace-differs]")
+
+
+def _warn_at_user_line(message: str) -> None:
+    """One X64GuardWarning at the user's calling line (their module's registry and filters)."""
+    import warnings
+
+    from x64guard.errors import X64GuardWarning
+
+    frame = _user_frame()
+    if frame is None:
+        warnings.warn(message, X64GuardWarning, stacklevel=2)
+        return
+    registry = frame.f_globals.setdefault("__warningregistry__", {})
+    warnings.warn_explicit(f"x64guard: {message}", X64GuardWarning, frame.f_code.co_filename, frame.f_lineno,
+                           module=frame.f_globals.get("__name__"), registry=registry, module_globals=frame.f_globals)
 
 
 def _narrow_at_user_line(module, **kwargs) -> NarrowResult:
@@ -772,9 +808,13 @@ class NarrowedFunction:
             # uint32 inputs are widened last: they are usually raw PRNG keys, which must stay
             # uint32 (blackjax's and numpyro's samplers mix a float32 position with float64
             # values in lax.cond under x64, and take raw keys beside it).
+            # Last, every input at its 32-bit width (a library's own int32 values beside an
+            # input widened to int64 fail lax.cond's equal-types check, issue 22 item 4):
+            # what x32 JAX traces; the narrowing pass still checks the program.
             tried = [specs]
-            for widen_uint32 in (False, True):
-                widened = [_widened_spec(s, uint32=widen_uint32) for s in specs]
+            candidates = [[_widened_spec(s, uint32=False) for s in specs], [_widened_spec(s) for s in specs],
+                          [_narrowed_spec(s) for s in specs]]
+            for widened in candidates:
                 if any(all(w is t for w, t in zip(widened, before)) for before in tried):
                     continue
                 tried.append(widened)
@@ -788,10 +828,29 @@ class NarrowedFunction:
             else:
                 raise own_width_error from None
             specs = widened
-        lowered = _compat.lower_traced(traced, _callbacks_at_32_bits(traced.jaxpr))
-        convention = _compat.calling_convention(lowered)
-        # JAX's own cached module: narrow works on a clone.
-        result = _narrow_at_user_line(convention.module, mode=mode, overflow=self._overflow)
+        # The cross-check: the x32 trace of the same call. Equal (once narrowed): the x64
+        # program is narrowed and run, proven to be x32 JAX's program. Different (library
+        # code that decides by jax_enable_x64 or by the dtype while tracing): mode error
+        # refuses; otherwise the x32 program itself runs (its answer is x32 JAX's by
+        # construction), with one trace-differs warning in place of the narrowing summary.
+        x32 = self._cross_check(traced, in_tree, specs, static)
+        if x32 is not None and mode is not Mode.ERROR:
+            traced32, difference = x32
+            lowered = _compat.lower_traced_x32(traced32)
+            convention = _compat.calling_convention(lowered)
+            result = narrow(convention.module, mode=Mode.ALLOW, overflow=self._overflow)  # 32-bit: nothing to do
+            _warn_at_user_line(_trace_differs_message(difference, ran_x32=True))
+            traced = traced32
+        else:
+            lowered = _compat.lower_traced(traced, _callbacks_at_32_bits(traced.jaxpr))
+            convention = _compat.calling_convention(lowered)
+            # JAX's own cached module: narrow works on a clone.
+            result = _narrow_at_user_line(convention.module, mode=mode, overflow=self._overflow)
+            if x32 is not None:  # mode error, and the narrowing itself passed
+                _, difference = x32
+                message = _trace_differs_message(difference, ran_x32=False)
+                finding = Finding("trace-differs", "error", difference.primitive, difference.location or "?", message)
+                raise X64GuardError(f"x64guard.jit: {message}", [finding])
         trace_dtypes = tuple(s.dtype for s in specs)
         trace_out_dtypes = tuple(a.dtype for a in convention.out_avals)
         name = getattr(self._fun, "__name__", "fun")
@@ -808,6 +867,21 @@ class NarrowedFunction:
             num_devices=convention.num_devices, host_callbacks=convention.host_callbacks,
             keepalive=convention.keepalive, lowered=lowered,
             in_avals=tuple(_narrow_aval(a) for a in traced.jaxpr.in_avals))
+
+    def _cross_check(self, traced, in_tree, specs, static):
+        """The function traced with x64 off too, on the inputs' 32-bit types: None when
+        the x64 trace is that program once narrowed, else (the x32 Traced, the first
+        TraceDifference). A function x32 JAX cannot trace is not compared (None: its
+        narrowing is checked as before)."""
+        narrow_specs = [_narrowed_spec(s) for s in specs]
+        spec_args, spec_kwargs = in_tree.unflatten(narrow_specs)
+        args, kwargs = self._statics.merge(spec_args, spec_kwargs, static)
+        try:
+            traced32 = _compat.trace_x32(self._jit64, tuple(args), kwargs)
+        except Exception:  # noqa: BLE001  (x32 JAX raises here too: nothing to compare with)
+            return None
+        difference = _compat.first_trace_difference(traced.jaxpr, traced32.jaxpr, _narrow_dtype)
+        return None if difference is None else (traced32, difference)
 
     def _flat_fun(self, in_tree, static) -> Callable:
         def flat_fun(*flat):
