@@ -251,9 +251,9 @@ def _converted_outside(x, dtype):
     with x64 off casts it; a JAX array goes through the host too (no XLA compile per input
     shape, unlike `x.astype`) and back to its own sharding. Integers must have been
     range-checked."""
-    if isinstance(x, jax.Array):
+    if isinstance(x, jax.Array) and len(x.sharding.device_set) > 1:
         return jax.device_put(np.asarray(x).astype(dtype), x.sharding)
-    return np.asarray(x).astype(dtype)
+    return np.asarray(x).astype(dtype)  # one device: the executable places it (one transfer, not two)
 
 
 def _host_cast_leaves(leaves: list, wide: tuple) -> list:
