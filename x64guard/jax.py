@@ -839,7 +839,10 @@ class NarrowedFunction:
             lowered = _compat.lower_traced_x32(traced32)
             convention = _compat.calling_convention(lowered)
             result = narrow(convention.module, mode=Mode.ALLOW, overflow=self._overflow)  # 32-bit: nothing to do
-            _warn_at_user_line(_trace_differs_message(difference, ran_x32=True))
+            message = _trace_differs_message(difference, ran_x32=True)
+            result.findings.append(Finding("trace-differs", "warning", difference.primitive,
+                                           difference.location or "?", message))
+            _warn_at_user_line(message)
             traced = traced32
         else:
             lowered = _compat.lower_traced(traced, _callbacks_at_32_bits(traced.jaxpr))

@@ -94,3 +94,11 @@ def test_library_int32_beside_widened_input_does_not_crash_the_trace():
             warnings.simplefilter("ignore")
             assert _same(x64guard.jit(f)(idx, 1.0), want)
             assert _same(x64guard.jit(f)(idx, np.float32(1.0)), want)
+
+
+def test_lowered_findings_carry_the_difference():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lowered = x64guard.jit(_x64_flag).lower(np.ones(2))
+    assert [f.kind for f in lowered.findings] == ["trace-differs"]
+    assert np.asarray(lowered.compile()(np.ones(2))).tolist() == [3.0, 3.0]
