@@ -31,6 +31,7 @@ import os
 import sys
 import threading
 import types
+import warnings
 from typing import Any, Callable, Sequence
 
 import jax
@@ -400,8 +401,6 @@ def _trace_differs_message(difference, ran_x32: bool) -> str:
 
 def _warn_at_user_line(message: str) -> None:
     """One X64GuardWarning at the user's calling line (their module's registry and filters)."""
-    import warnings
-
     from x64guard.errors import X64GuardWarning
 
     frame = _user_frame()
@@ -880,7 +879,12 @@ class NarrowedFunction:
         spec_args, spec_kwargs = in_tree.unflatten(narrow_specs)
         args, kwargs = self._statics.merge(spec_args, spec_kwargs, static)
         try:
-            traced32 = _compat.trace_x32(self._jit64, tuple(args), kwargs)
+            # Code written for x64 asks for float64 explicitly: with x64 off JAX warns that
+            # it truncates (a UserWarning per request), which is this check's business, not
+            # the user's. (catch_warnings is process-wide for its duration.)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                traced32 = _compat.trace_x32(self._jit64, tuple(args), kwargs)
         except Exception:  # noqa: BLE001  (x32 JAX raises here too: nothing to compare with)
             return None
         difference = _compat.first_trace_difference(traced.jaxpr, traced32.jaxpr, _narrow_dtype)
