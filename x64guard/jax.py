@@ -409,7 +409,7 @@ def _warn_at_user_line(message: str) -> None:
         return
     registry = frame.f_globals.setdefault("__warningregistry__", {})
     warnings.warn_explicit(f"x64guard: {message}", X64GuardWarning, frame.f_code.co_filename, frame.f_lineno,
-                           module=frame.f_globals.get("__name__"), registry=registry, module_globals=frame.f_globals)
+                           module=frame.f_globals.get("__name__"), registry=registry)
 
 
 def _narrow_at_user_line(module, **kwargs) -> NarrowResult:
