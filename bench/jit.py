@@ -16,7 +16,8 @@ taken in the same run, interleaved, best of N, time.perf_counter, results blocke
       plain `jax.jit`, after warm-up: 1000 calls per timed loop, best of max(N, 30) loops,
       the sides interleaved (order alternating). Inputs already in each side's own dtype (float32 jax arrays,
       no cast: target <= 1.10x), and separately float64 numpy arrays, which x64guard
-      must cast. `--profile` adds a cProfile of x64guard's loops.
+      must cast (with x64 off and, issue 22's user, with x64 on), and float64 JAX arrays of a
+      caller with x64 on (converted through the host before the program). `--profile` adds a cProfile of x64guard's loops.
   (c) narrowed run time against the float64 program, steady state, on a chain of 6
       matmuls 1024x1024 with tanh, written for float64: x64guard.jit(f) on float32 jax
       arrays vs jax.jit(f) under jax_enable_x64 on float64 jax arrays, best of max(N, 3).
@@ -312,8 +313,9 @@ def steady_state(runs: int) -> dict:
     }
     with _x64_on():   # the issue's user: x64 on, float64 jax arrays
         x64_arrays = (jnp.asarray(x64), jnp.asarray(y64))
-    x64_on = {"x64guard_x64_on_f64_arrays"}
+    x64_on = {"x64guard_x64_on_f64_arrays", "x64guard_x64_on_f64_numpy"}
     sides["x64guard_x64_on_f64_arrays"] = (guard, x64_arrays)
+    sides["x64guard_x64_on_f64_numpy"] = (guard, (x64, y64))   # issue 22's user: x64 on, float64 numpy
     for name, (fn, args) in sides.items():   # warm-up: trace, compile, first dispatches
         with _x64_on() if name in x64_on else contextlib.nullcontext():
             for _ in range(10):
@@ -345,8 +347,11 @@ def steady_state(runs: int) -> dict:
     print(f"    x64guard.jit(f), float64 numpy (cast + copy):    {best['x64guard_f64_numpy'] * us:6.2f} us; "
           f"median {np.median(times['x64guard_f64_numpy']) * us:.2f}")
     print(f"    x64guard.jit(f), x64 on, float64 jax arrays:     {best['x64guard_x64_on_f64_arrays'] * us:6.2f} us; "
-          f"median {np.median(times['x64guard_x64_on_f64_arrays']) * us:.2f} (the cast runs on the device, "
-          f"in the program)")
+          f"median {np.median(times['x64guard_x64_on_f64_arrays']) * us:.2f} (cast through the host, before "
+          f"the program: no C++ fast path)")
+    print(f"    x64guard.jit(f), x64 on, float64 numpy:          {best['x64guard_x64_on_f64_numpy'] * us:6.2f} us; "
+          f"median {np.median(times['x64guard_x64_on_f64_numpy']) * us:.2f} (cast on the host, then JAX's C++ "
+          f"dispatch)")
     print(f"    context: jax.jit(f), float64 numpy (x64 off: JAX casts to float32 too): "
           f"{best['jax_jit_f64_numpy'] * us:.2f} us")
     print(f"    CPU time per call: jax.jit {cpu_best['jax_jit'] * us:.2f} us, x64guard (no cast) "
@@ -360,6 +365,7 @@ def steady_state(runs: int) -> dict:
             **{f"{name}_loops_us": [t * us for t in times[name]] for name in sides},
             "ratio": ratio, "ratio_cast": ratio_cast, "ratio_cast_vs_jax_jit_f64_numpy": ratio_cast_ctx,
             "ratio_x64_on_f64_arrays": best["x64guard_x64_on_f64_arrays"] / best["jax_jit"],
+            "ratio_x64_on_f64_numpy": best["x64guard_x64_on_f64_numpy"] / best["jax_jit"],
             "jax_jit_cpu_us": cpu_best["jax_jit"] * us, "x64guard_cpu_us": cpu_best["x64guard"] * us,
             "cpu_ratio": cpu_ratio, "met_cpu": cpu_ratio <= TARGET_STEADY,
             "bit_identical": same, "target": f"<= {TARGET_STEADY}", "met": ratio <= TARGET_STEADY}

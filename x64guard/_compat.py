@@ -603,3 +603,220 @@ def cpp_dispatcher(name: str, key, cache_miss, *, static_argnums: tuple, static_
         out_layouts_treedef=None, out_layouts_leaves=None, compiler_options_kvs=None)
     return _jax.pjit(name, key, miss, static_argnums, static_argnames, cache_key, tree_util.dispatch_registry,
                      pxla.cc_shard_arg, pjit._get_cpp_global_cache(cache_key.contains_explicit_attributes))
+
+
+# -- what XLA is given (tests) --------------------------------------------------------------
+
+def recording_compiles():
+    """A context manager yielding a list that receives (module name, serialized
+    CompileOptions) of every XLA compile JAX starts inside it (jax.jit's and x64guard.jit's:
+    both go through compiler.compile_or_get_cached; seen in jax 0.10.2). For tests that
+    compare what XLA is given."""
+    import contextlib
+
+    from jax._src import compiler
+    from jax._src.lib.mlir import ir
+
+    @contextlib.contextmanager
+    def recording():
+        original = compiler.compile_or_get_cached
+        records: list = []
+
+        def compile_or_get_cached(backend, computation, devices, compile_options, *args, **kwargs):
+            name = ir.StringAttr(computation.operation.attributes["sym_name"]).value
+            records.append((name, compile_options.SerializeAsString()))
+            return original(backend, computation, devices, compile_options, *args, **kwargs)
+
+        compiler.compile_or_get_cached = compile_or_get_cached
+        try:
+            yield records
+        finally:
+            compiler.compile_or_get_cached = original
+
+    return recording()
+
+
+# -- the cross-check: the x64 trace against the x32 trace ----------------------------------
+
+def trace_x32(jitted, args: tuple, kwargs: dict):
+    """`jitted.trace(*args, **kwargs)` with 64-bit types off for this thread only (what
+    jax.jit with x64 off traces), constants embedded as in `trace_x64`."""
+    from jax._src import config
+
+    with config.enable_x64(False), config.use_simplified_jaxpr_constants(False):
+        return jitted.trace(*args, **kwargs)
+
+
+def lower_traced_x32(traced):
+    """Lower an x32 `Traced` (from `trace_x32`) with 64-bit types off for this thread only."""
+    from jax._src import config
+
+    with config.enable_x64(False), config.use_simplified_jaxpr_constants(False):
+        return traced.lower()
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceDifference:
+    """The first equation where the x64 trace is not the x32 trace once narrowed."""
+
+    primitive: str       # the x64 trace's equation ('end of program' when one trace is longer)
+    location: str        # its source line (the user's or the library's), '' if unknown
+    x64: str             # the equation as the x64 trace has it (one line)
+    x32: str             # the x32 trace's counterpart
+
+
+# Primitives whose lowering rule itself branches on the operand dtype (jax/_src/lax/special.py
+# in jax 0.10.2: coefficient tables, iteration counts, finfo tolerances): equal equations
+# that lower to different programs.
+LOWERED_BY_DTYPE = frozenset({"bessel_i0e", "regularized_incomplete_beta", "igamma", "igammac", "igamma_grad_a"})
+
+
+def first_trace_difference(closed64, closed32, narrow_dtype) -> "TraceDifference | None":
+    """None when the x64 jaxpr is the x32 jaxpr once every 64-bit dtype is narrowed
+    (`narrow_dtype(dtype)` -> its 32-bit dtype or None) and values are compared at 32 bits:
+    same equations in the same order, same operands, parameters (nested jaxprs compared
+    the same way), literals and constants. Identity conversions after narrowing (int32 ->
+    int64, float64 -> float32 of a float64 value, weak-type changes) are skipped on both
+    sides: they are exactly what narrowing folds. Weak types and shardings are not
+    compared; Python callables in parameters (custom_jvp's rules) are not compared. An
+    equation of LOWERED_BY_DTYPE with a 64-bit operand is a difference."""
+    import numpy as np
+
+    from jax._src import core, linear_util, source_info_util
+    from jax._src.lax import lax as lax_internal
+
+    convert_p = lax_internal.convert_element_type_p
+
+    def dtype32(dtype):
+        try:
+            narrowed = narrow_dtype(dtype)
+        except TypeError:
+            return dtype
+        return dtype if narrowed is None else np.dtype(narrowed)
+
+    def aval_key(aval):
+        if hasattr(aval, "shape") and hasattr(aval, "dtype"):
+            return ("aval", tuple(aval.shape), str(dtype32(aval.dtype)))
+        return ("aval", type(aval).__name__)
+
+    def value_key(value, aval=None):
+        dtype = getattr(aval, "dtype", None)
+        if dtype is None or is_extended_dtype(dtype):
+            return ("value", repr(value))
+        array = np.asarray(value, dtype=dtype)
+        target = dtype32(dtype)
+        with np.errstate(all="ignore"):
+            narrowed = array.astype(target)
+        return ("value", str(target), narrowed.shape, narrowed.tobytes())
+
+    class Differs(Exception):
+        def __init__(self, difference):
+            self.difference = difference
+
+    def line(eqn) -> str:
+        text = str(eqn).strip().splitlines()
+        return text[0][:200] if text else eqn.primitive.name
+
+    def differs(eqn64, eqn32):
+        location = source_info_util.summarize(eqn64.source_info) if eqn64 is not None else ""
+        if eqn64 is None and eqn32 is not None:
+            location = source_info_util.summarize(eqn32.source_info)
+        raise Differs(TraceDifference(eqn64.primitive.name if eqn64 is not None else "end of program",
+                                      location, line(eqn64) if eqn64 is not None else "(nothing)",
+                                      line(eqn32) if eqn32 is not None else "(nothing)"))
+
+    def identity_convert(eqn) -> bool:
+        if eqn.primitive is not convert_p:
+            return False
+        (source,), (out,) = eqn.invars, eqn.outvars
+        return dtype32(source.aval.dtype) == dtype32(out.aval.dtype)
+
+    def param_equal(a, b) -> bool:
+        if isinstance(a, core.ClosedJaxpr) and isinstance(b, core.ClosedJaxpr):
+            compare_closed(a, b)
+            return True
+        if isinstance(a, core.Jaxpr) and isinstance(b, core.Jaxpr):
+            compare_jaxpr(a, b, consts64=(), consts32=())
+            return True
+        if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+            return len(a) == len(b) and all(param_equal(x, y) for x, y in zip(a, b))
+        if isinstance(a, core.AbstractValue) and isinstance(b, core.AbstractValue):
+            return aval_key(a) == aval_key(b)
+        if isinstance(a, np.dtype) or isinstance(b, np.dtype):
+            try:
+                return str(dtype32(np.dtype(a))) == str(dtype32(np.dtype(b)))
+            except TypeError:
+                return a == b
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            return value_key(a, np.asarray(a)) == value_key(b, np.asarray(b))
+        if isinstance(a, linear_util.WrappedFun) and isinstance(b, linear_util.WrappedFun) or (
+                callable(a) and callable(b) and not isinstance(a, type)):
+            return True  # rules and thunks: what they produce is traced and compared elsewhere
+        try:
+            return bool(a == b)
+        except Exception:  # noqa: BLE001
+            return repr(a) == repr(b)
+
+    def compare_jaxpr(j64, j32, consts64, consts32) -> None:
+        env64, env32 = {}, {}
+        if len(j64.invars) != len(j32.invars) or len(j64.constvars) != len(j32.constvars):
+            differs(j64.eqns[0] if j64.eqns else None, j32.eqns[0] if j32.eqns else None)
+        for i, (a, b) in enumerate(zip(j64.invars, j32.invars)):
+            env64[a], env32[b] = ("in", i), ("in", i)
+        for i, (a, b) in enumerate(zip(j64.constvars, j32.constvars)):
+            env64[a] = value_key(consts64[i], a.aval) if i < len(consts64) else ("const", i)
+            env32[b] = value_key(consts32[i], b.aval) if i < len(consts32) else ("const", i)
+
+        def kept(jaxpr, env):
+            """The equations that are not identity conversions; those alias their operand."""
+            eqns = []
+            for e in jaxpr.eqns:
+                if identity_convert(e):
+                    env[("alias", e.outvars[0])] = e.invars[0]
+                else:
+                    eqns.append(e)
+            return eqns
+
+        def key(env, atom):
+            while not isinstance(atom, core.Literal) and ("alias", atom) in env:
+                atom = env[("alias", atom)]
+            if isinstance(atom, core.Literal):
+                return value_key(atom.val, atom.aval)
+            return env.get(atom, ("var", id(atom)))
+
+        eqns64, eqns32 = kept(j64, env64), kept(j32, env32)
+        for n in range(max(len(eqns64), len(eqns32))):
+            e64 = eqns64[n] if n < len(eqns64) else None
+            e32 = eqns32[n] if n < len(eqns32) else None
+            if e64 is None or e32 is None:
+                differs(e64, e32)
+            lowered_by_dtype = e64.primitive.name in LOWERED_BY_DTYPE and any(
+                str(dtype32(a.aval.dtype)) != str(a.aval.dtype) for a in e64.invars if hasattr(a.aval, "dtype"))
+            if (lowered_by_dtype or e64.primitive is not e32.primitive or len(e64.invars) != len(e32.invars)
+                    or len(e64.outvars) != len(e32.outvars)
+                    or [key(env64, a) for a in e64.invars] != [key(env32, a) for a in e32.invars]
+                    or [aval_key(v.aval) for v in e64.outvars] != [aval_key(v.aval) for v in e32.outvars]
+                    or e64.params.keys() != e32.params.keys()):
+                differs(e64, e32)
+            for name in e64.params:
+                try:
+                    same = param_equal(e64.params[name], e32.params[name])
+                except Differs:
+                    raise
+                if not same:
+                    differs(e64, e32)
+            for j, (a, b) in enumerate(zip(e64.outvars, e32.outvars)):
+                env64[a], env32[b] = ("eqn", n, j), ("eqn", n, j)
+        outs64 = [key(env64, a) for a in j64.outvars]
+        outs32 = [key(env32, a) for a in j32.outvars]
+        if outs64 != outs32:
+            differs(eqns64[-1] if eqns64 else None, eqns32[-1] if eqns32 else None)
+
+    def compare_closed(c64, c32) -> None:
+        compare_jaxpr(c64.jaxpr, c32.jaxpr, c64.consts, c32.consts)
+
+    try:
+        compare_closed(closed64, closed32)
+    except Differs as found:
+        return found.difference
+    return None

@@ -100,6 +100,7 @@ class Kind(enum.StrEnum):
     # the front ends (x64guard/jax.py, x64guard/torch_xla.py)
     INPUT_OUT_OF_RANGE = "input-out-of-range"
     CALLBACK_RESULT_OUT_OF_RANGE = "callback-result-out-of-range"
+    TRACE_DIFFERS = "trace-differs"
     TORCH_XLA_FALLBACK = "torch-xla-fallback"
     TORCH_XLA_EXECUTION = "torch-xla-execution"
     CPU_OUTPUT = "cpu-output"
@@ -168,6 +169,9 @@ KIND_TABLE: dict[Kind, tuple[str, str, str]] = {
     Kind.INPUT_OUT_OF_RANGE: ("error", "x64guard.jit, torch-xla", "a 64-bit input value outside the 32-bit range"),
     Kind.CALLBACK_RESULT_OUT_OF_RANGE: ("error", "x64guard.jit", "a host callback returned a value outside "
                                                                  "the 32-bit range"),
+    Kind.TRACE_DIFFERS: ("error, warning", "x64guard.jit", "the x64 trace is another program than the x32 trace "
+                                                           "(library code that decides by jax_enable_x64 or by the "
+                                                           "dtype): refused (error) or the x32 program run (warning)"),
     Kind.TORCH_XLA_FALLBACK: ("error", "torch-xla", "the graph falls back to CPU ops"),
     Kind.TORCH_XLA_EXECUTION: ("error", "torch-xla", "tracing the graph executed part of it"),
     Kind.CPU_OUTPUT: ("error", "torch-xla", "the graph returns a tensor of another device"),

@@ -31,6 +31,7 @@ import os
 import sys
 import threading
 import types
+import warnings
 from typing import Any, Callable, Sequence
 
 import jax
@@ -201,6 +202,14 @@ def _widened_spec(spec: jax.ShapeDtypeStruct, uint32: bool = True) -> jax.ShapeD
     return jax.ShapeDtypeStruct(spec.shape, _WIDEST[dtype], weak_type=spec.weak_type, sharding=spec.sharding)
 
 
+def _narrowed_spec(spec: jax.ShapeDtypeStruct) -> jax.ShapeDtypeStruct:
+    """`spec` at its 32-bit width (x32 JAX's trace of the input)."""
+    dtype = _narrow_dtype(spec.dtype)
+    if dtype is None:
+        return spec
+    return jax.ShapeDtypeStruct(spec.shape, dtype, weak_type=spec.weak_type, sharding=spec.sharding)
+
+
 def _narrow_dtype(dtype):
     """The 32-bit dtype for a 64-bit one, else None (typed keys included)."""
     if _compat.is_extended_dtype(dtype):
@@ -230,13 +239,32 @@ def _to_narrow(x, dtype, path: str):
         if x.dtype == dtype:
             return x
         _check_range(x, dtype, path)
-        with _compat.x64_enabled():
-            return x.astype(dtype)
+        return _converted_outside(x, dtype)
     array = np.asarray(x)
     if array.dtype != dtype:
         _check_range(array, dtype, path)
         array = array.astype(dtype)
     return array
+
+
+def _converted_outside(x, dtype):
+    """A 64-bit input converted to the program's 32-bit dtype before the program, never
+    inside it: a conversion fused into the compiled program changes XLA's code (FMA
+    contraction: different bits from x32 JAX). numpy data is cast on the host, as JAX
+    with x64 off casts it; a JAX array goes through the host too (no XLA compile per input
+    shape, unlike `x.astype`) and back to its own sharding. Integers must have been
+    range-checked."""
+    if isinstance(x, jax.Array) and len(x.sharding.device_set) > 1:
+        return jax.device_put(np.asarray(x).astype(dtype), x.sharding)
+    return np.asarray(x).astype(dtype)  # one device: the executable places it (one transfer, not two)
+
+
+def _host_cast_leaves(leaves: list, wide: tuple) -> list:
+    """`leaves` with the 64-bit numpy data at `wide` cast to its 32-bit dtype on the host."""
+    leaves = list(leaves)
+    for i in wide:
+        leaves[i] = leaves[i].astype(NARROW_DTYPE[leaves[i].dtype])
+    return leaves
 
 
 def _check_range(x, dtype, path: str) -> None:
@@ -360,6 +388,32 @@ def _user_frame():
     return None
 
 
+def _trace_differs_message(difference, ran_x32: bool) -> str:
+    frame = _user_frame()
+    user = f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else "?"
+    what = ("x64guard runs the x32 program (JAX's trace with x64 off: x32 JAX's answer) instead of narrowing the "
+            "x64 one" if ran_x32 else
+            "narrowing cannot reproduce x32 JAX's answer there. Call it under jax.jit with x64 off, or keep it in "
+            "64 bits (mode='allow')")
+    return (f"{user}: the function traced with x64 on is another program than with x64 off (code that decides by "
+            f"jax_enable_x64 or by the dtype while tracing), first at {difference.primitive} (library line "
+            f"{difference.location or 'unknown'}): x64 trace `{difference.x64}`, x32 trace `{difference.x32}`; "
+            f"{what} [trace-differs]")
+
+
+def _warn_at_user_line(message: str) -> None:
+    """One X64GuardWarning at the user's calling line (their module's registry and filters)."""
+    from x64guard.errors import X64GuardWarning
+
+    frame = _user_frame()
+    if frame is None:
+        warnings.warn(message, X64GuardWarning, stacklevel=2)
+        return
+    registry = frame.f_globals.setdefault("__warningregistry__", {})
+    warnings.warn_explicit(f"x64guard: {message}", X64GuardWarning, frame.f_code.co_filename, frame.f_lineno,
+                           module=frame.f_globals.get("__name__"), registry=registry)
+
+
 def _narrow_at_user_line(module, **kwargs) -> NarrowResult:
     frame = _user_frame()
     if frame is None:
@@ -422,24 +476,19 @@ class _Program:
         flat = self.narrow_inputs(flat_inputs)
         return self.out_tree.unflatten(self.differentiable(*flat))
 
-    def executable(self, wide_inputs: tuple = ()):
+    def executable(self):
         """The narrowed module compiled as JAX compiles the x64 lowering it came from
         (devices, shardings, donation, callbacks, effects): lowered once, compiled once.
-        wide_inputs: (index, 64-bit dtype) of inputs that arrive at 64 bits (arrays of a
-        caller with x64 on): a variant that converts them first, on the device."""
-        executable = self._executables.get(wide_inputs)
+        The one executable of this signature: the direct call and `.lower().compile()`
+        run it, inputs that arrive at 64 bits converted before it (`run`)."""
+        executable = self._executables.get(())
         if executable is None:
             with self._lock:
-                executable = self._executables.get(wide_inputs)
+                executable = self._executables.get(())
                 if executable is None:
-                    module = self.narrowed.module
-                    in_avals = list(self.in_avals)
-                    if wide_inputs:
-                        module = _with_converted_inputs(module, self, wide_inputs)
-                        for i, dtype in wide_inputs:
-                            in_avals[i] = in_avals[i].update(dtype=dtype)
-                    executable = _compat.compile_with_avals(self.lowered, module, in_avals, self.out_avals)
-                    self._executables[wide_inputs] = executable
+                    executable = _compat.compile_with_avals(self.lowered, self.narrowed.module, list(self.in_avals),
+                                                            self.out_avals)
+                    self._executables[()] = executable
         return executable
 
     def run(self, flat_inputs: Sequence) -> tuple[Any, Any]:
@@ -447,13 +496,18 @@ class _Program:
         of this signature itself, or None)."""
         # What JAX's dispatch hands the program in the calling thread (numpy float64 data
         # is float32 with x64 off) is, input by input, the narrowed dtype or its 64-bit
-        # counterpart.
-        wide = tuple((i, d) for i, (x, n) in enumerate(zip(flat_inputs, self.in_dtypes))
-                     if (d := _dispatch_dtype(x)) != n)
-        executable = self.executable(wide)
+        # counterpart (a caller with x64 on): those are converted outside the program.
+        wide = [i for i, (x, n) in enumerate(zip(flat_inputs, self.in_dtypes)) if _dispatch_dtype(x) != n]
+        executable = self.executable()
+        if wide:
+            flat_inputs = list(flat_inputs)
+            for i in wide:
+                flat_inputs[i] = _converted_outside(flat_inputs[i], self.in_dtypes[i])
         outs = executable.call(*flat_inputs)
+        # No fast path for 64-bit arrays: JAX's C++ dispatch would hand them to the
+        # program unconverted.
         fastpath = _compat.fastpath_data(executable, self.out_tree, flat_inputs, outs) \
-            if self.num_devices == 1 else None
+            if self.num_devices == 1 and not wide else None
         return self.out_tree.unflatten(outs), fastpath
 
     @functools.cached_property
@@ -635,7 +689,10 @@ class NarrowedFunction:
             if dtype in _WIDE_NUMPY:
                 wide_numpy = True
         if wide_numpy:
-            return self._dispatch_wide(_wide_numpy_leaves(args), *args)
+            wide = _wide_numpy_leaves(args)
+            if (self._mode or current_mode()) is _ALLOW:  # full width: the data stays 64-bit
+                return self._dispatch_wide(wide, *args)
+            return self._dispatch_wide(wide, *_host_cast_leaves(args, wide))
         return self._dispatch(*args)
 
     def _call_general(self, args: tuple, kwargs: dict):
@@ -651,7 +708,15 @@ class NarrowedFunction:
             return program.call_traced(flat)
         self._check_integer_inputs(dyn_args, dyn_kwargs, leaves)
         wide = _wide_numpy_leaves(leaves)
+        if wide and (self._mode or current_mode()) is _ALLOW:  # full width: the data stays 64-bit
+            return self._dispatch_wide(wide, *args, **kwargs)
         if wide:
+            # Cast on the host before the dispatch (the program takes 32-bit inputs):
+            # JAX's C++ path then runs later calls of this signature by itself.
+            dyn_args, dyn_kwargs, static = self._statics.split(args, kwargs)
+            flat, tree = jax.tree_util.tree_flatten((dyn_args, dyn_kwargs))
+            dyn_args, dyn_kwargs = tree.unflatten(_host_cast_leaves(flat, wide))
+            args, kwargs = self._statics.merge(dyn_args, dyn_kwargs, static)
             return self._dispatch_wide(wide, *args, **kwargs)
         return self._dispatch(*args, **kwargs)
 
@@ -745,9 +810,13 @@ class NarrowedFunction:
             # uint32 inputs are widened last: they are usually raw PRNG keys, which must stay
             # uint32 (blackjax's and numpyro's samplers mix a float32 position with float64
             # values in lax.cond under x64, and take raw keys beside it).
+            # Last, every input at its 32-bit width (a library's own int32 values beside an
+            # input widened to int64 fail lax.cond's equal-types check, issue 22 item 4):
+            # what x32 JAX traces; the narrowing pass still checks the program.
             tried = [specs]
-            for widen_uint32 in (False, True):
-                widened = [_widened_spec(s, uint32=widen_uint32) for s in specs]
+            candidates = [[_widened_spec(s, uint32=False) for s in specs], [_widened_spec(s) for s in specs],
+                          [_narrowed_spec(s) for s in specs]]
+            for widened in candidates:
                 if any(all(w is t for w, t in zip(widened, before)) for before in tried):
                     continue
                 tried.append(widened)
@@ -761,10 +830,34 @@ class NarrowedFunction:
             else:
                 raise own_width_error from None
             specs = widened
-        lowered = _compat.lower_traced(traced, _callbacks_at_32_bits(traced.jaxpr))
-        convention = _compat.calling_convention(lowered)
-        # JAX's own cached module: narrow works on a clone.
-        result = _narrow_at_user_line(convention.module, mode=mode, overflow=self._overflow, target=self._target)
+        # The cross-check: the x32 trace of the same call. Equal (once narrowed): the x64
+        # program is narrowed and run, proven to be x32 JAX's program. Different (library
+        # code that decides by jax_enable_x64 or by the dtype while tracing): mode error
+        # refuses; otherwise the x32 program itself runs (its answer is x32 JAX's by
+        # construction), with one trace-differs warning in place of the narrowing summary.
+        x32 = self._cross_check(traced, in_tree, specs, static)
+        if x32 is not None and mode is not Mode.ERROR:
+            traced32, difference = x32
+            lowered = _compat.lower_traced_x32(traced32)
+            convention = _compat.calling_convention(lowered)
+            # 32-bit: nothing to narrow; a target profile (Neuron) still reports what it rejects.
+            result = narrow(convention.module, mode=Mode.ALLOW if self._target == DEFAULT_TARGET else mode,
+                            overflow=self._overflow, target=self._target)
+            message = _trace_differs_message(difference, ran_x32=True)
+            result.findings.append(Finding("trace-differs", "warning", difference.primitive,
+                                           difference.location or "?", message))
+            _warn_at_user_line(message)
+            traced = traced32
+        else:
+            lowered = _compat.lower_traced(traced, _callbacks_at_32_bits(traced.jaxpr))
+            convention = _compat.calling_convention(lowered)
+            # JAX's own cached module: narrow works on a clone.
+            result = _narrow_at_user_line(convention.module, mode=mode, overflow=self._overflow, target=self._target)
+            if x32 is not None:  # mode error, and the narrowing itself passed
+                _, difference = x32
+                message = _trace_differs_message(difference, ran_x32=False)
+                finding = Finding("trace-differs", "error", difference.primitive, difference.location or "?", message)
+                raise X64GuardError(f"x64guard.jit: {message}", [finding])
         trace_dtypes = tuple(s.dtype for s in specs)
         trace_out_dtypes = tuple(a.dtype for a in convention.out_avals)
         name = getattr(self._fun, "__name__", "fun")
@@ -781,6 +874,26 @@ class NarrowedFunction:
             num_devices=convention.num_devices, host_callbacks=convention.host_callbacks,
             keepalive=convention.keepalive, lowered=lowered,
             in_avals=tuple(_narrow_aval(a) for a in traced.jaxpr.in_avals))
+
+    def _cross_check(self, traced, in_tree, specs, static):
+        """The function traced with x64 off too, on the inputs' 32-bit types: None when
+        the x64 trace is that program once narrowed, else (the x32 Traced, the first
+        TraceDifference). A function x32 JAX cannot trace is not compared (None: its
+        narrowing is checked as before)."""
+        narrow_specs = [_narrowed_spec(s) for s in specs]
+        spec_args, spec_kwargs = in_tree.unflatten(narrow_specs)
+        args, kwargs = self._statics.merge(spec_args, spec_kwargs, static)
+        try:
+            # Code written for x64 asks for float64 explicitly: with x64 off JAX warns that
+            # it truncates (a UserWarning per request), which is this check's business, not
+            # the user's. (catch_warnings is process-wide for its duration.)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                traced32 = _compat.trace_x32(self._jit64, tuple(args), kwargs)
+        except Exception:  # noqa: BLE001  (x32 JAX raises here too: nothing to compare with)
+            return None
+        difference = _compat.first_trace_difference(traced.jaxpr, traced32.jaxpr, _narrow_dtype)
+        return None if difference is None else (traced32, difference)
 
     def _flat_fun(self, in_tree, static) -> Callable:
         def flat_fun(*flat):
@@ -828,40 +941,6 @@ class Lowered:
 
     def compile(self) -> "Compiled":
         return Compiled(self._program, self._program.executable(), self._statics)
-
-
-def _with_converted_inputs(module, program: _Program, wide_inputs: tuple):
-    """A copy of the narrowed module whose main takes the given inputs at their 64-bit
-    dtype and converts them to the narrowed one first (what a caller with x64 on hands
-    it), so that no second JAX lowering is needed for that caller."""
-    from jax.extend.mlir import ir
-    from jax.extend.mlir.dialects import stablehlo
-
-    from x64guard import mlir as x64guard_mlir
-
-    copy = x64guard_mlir.clone(module)
-    with copy.context, ir.Location.unknown(copy.context):
-        main = next(op for op in copy.body.operations
-                    if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main")
-        block = main.regions[0].blocks[0]
-        kept = sorted(program.kept_var_idx)
-        first = len(program.ordered_effects)  # main's leading token arguments
-        element = {np.dtype(np.float64): ir.F64Type.get, np.dtype(np.int64): lambda: ir.IntegerType.get_signless(64),
-                   np.dtype(np.uint64): lambda: ir.IntegerType.get_unsigned(64),
-                   np.dtype(np.complex128): lambda: ir.ComplexType.get(ir.F64Type.get())}
-        before_body = ir.InsertionPoint(block.operations[0])
-        for i, dtype in wide_inputs:
-            if i not in program.kept_var_idx:
-                continue
-            arg = block.arguments[first + kept.index(i)]
-            narrow_type = ir.RankedTensorType(arg.type)
-            arg.set_type(ir.RankedTensorType.get(narrow_type.shape, element[np.dtype(dtype)]()))
-            convert = stablehlo.ConvertOp(narrow_type, arg, ip=before_body)
-            arg.replace_all_uses_except(convert.result, convert.operation)
-        function_type = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
-        main.attributes["function_type"] = ir.TypeAttr.get(
-            ir.FunctionType.get([a.type for a in block.arguments], function_type.results))
-    return copy
 
 
 class Compiled:

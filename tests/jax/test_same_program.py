@@ -1,0 +1,114 @@
+"""One program, the x32 one (issue 22 item 1, issue 21 item 2): 64-bit inputs are converted
+before the narrowed program, never inside it, so the direct call of `x64guard.jit(f)` and
+`x64guard.jit(f).lower(...).compile()` run the same program, bit for bit, and what XLA is
+given (the optimized HLO, metadata stripped, and the serialized compile options) is what
+`jax.jit` with x64 off gives it.
+
+The corpus check runs the sample of tests/sample.py (about one case in eight) in
+`make test`; `python -m tests.jax.test_same_program` runs every narrowing case.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import x64guard
+from x64guard import _compat
+from tests.corpus import oracle
+from tests.corpus.programs import CASES
+from tests.sample import in_sample
+
+NARROWING = [c for c in CASES if c.expect == "narrow"]
+_METADATA = re.compile(r",?\s*metadata=\{[^}]*\}")
+
+
+def _hlo(compiled) -> str:
+    """Optimized HLO text without metadata and without the stack-frame tables (source
+    lines, which differ between two calling lines)."""
+    return _METADATA.sub("", compiled.as_text().split("\nFileNames")[0])
+
+
+def _bits(tree) -> list[bytes]:
+    return [np.asarray(leaf).dtype.str.encode() + np.asarray(leaf).tobytes() for leaf in jax.tree_util.tree_leaves(tree)]
+
+
+def check_case(case) -> str:
+    """'' when the case holds, else what differs."""
+    args = oracle.materialize_args(case)
+    args32 = [oracle.to32(a) for a in args]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with _compat.recording_compiles() as compiles:
+            want = jax.jit(case.fn).lower(*args32).compile()
+            with oracle.x64(True):
+                got = x64guard.jit(case.fn).lower(*args).compile()
+        if _hlo(want) != _hlo(got):
+            return "the optimized HLO differs from jax.jit's x32 executable"
+        if len(compiles) != 2 or compiles[0][1] != compiles[1][1]:
+            return f"the compile options differ ({len(compiles)} compiles)"
+        with oracle.x64(True):
+            fn = x64guard.jit(case.fn)
+            lowered_out = got(*args)
+            direct = fn(*args)           # float64 numpy from a caller with x64 on
+            again = fn(*args)            # the steady state
+            on_device = fn(*[jnp.asarray(a) for a in args])  # float64 JAX arrays
+        x32_caller = fn(*args)           # x64 off: JAX's own host cast
+    reference = _bits(lowered_out)
+    for label, out in (("direct", direct), ("steady", again), ("device", on_device), ("x64 off", x32_caller)):
+        if _bits(out) != reference:
+            return f"the {label} call differs from .lower().compile()"
+    return ""
+
+
+@pytest.mark.filterwarnings("ignore::x64guard.X64GuardWarning")
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in NARROWING if in_sample(c.name)])
+def test_direct_call_is_lower_compile_and_jax_jit_x32(case):
+    assert check_case(case) == ""
+
+
+def test_issue_22_repro_conversion_outside_the_program():
+    """Element 12 is 0.0 under x32 jax.jit; a conversion fused into the program gave -4.69e-7."""
+    f = lambda x, c: (x * x - x * x[::-1]) * c  # noqa: E731
+    x = np.random.default_rng(0).standard_normal(25)
+    want = np.asarray(jax.jit(f)(x, 3.0))
+    assert want[12] == 0.0
+    with oracle.x64(True), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fn = x64guard.jit(f)
+        outs = [fn(x, 3.0), fn(x, 3.0), fn(jnp.asarray(x), 3.0), fn(jnp.asarray(x), 3.0),
+                fn.lower(x, 3.0).compile()(x, 3.0)]
+    for out in outs:
+        assert oracle.bit_identical(np.asarray(out), want)
+
+
+def test_device_inputs_convert_without_an_xla_compile_per_shape():
+    """Float64 JAX arrays of a caller with x64 on: one compile per signature (the program),
+    none for converting the inputs."""
+    fn = x64guard.jit(lambda x: jnp.sin(x) * 2)
+    with oracle.x64(True), warnings.catch_warnings(), _compat.recording_compiles() as compiles:
+        warnings.simplefilter("ignore")
+        for n in (3, 5, 7):
+            fn(jnp.ones(n))
+    assert [name for name, _ in compiles if "x64guard" in name or "lambda" in name] == ["jit__lambda"] * 3, compiles
+
+
+def _main(argv: list[str]) -> int:
+    failed = 0
+    for case in NARROWING:
+        problem = check_case(case)
+        if problem:
+            failed += 1
+            print(f"{case.name}: {problem}")
+    print(f"{len(NARROWING) - failed} of {len(NARROWING)} cases hold")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -1,0 +1,104 @@
+"""The cross-check of x64guard.jit (issue 22 items 2 and 4): the function is traced with
+x64 off too and compared with the x64 trace. Equal once narrowed: the x64 program is
+narrowed and run. Different (library code that decides by jax_enable_x64 or by the dtype
+while tracing): mode error refuses with a `trace-differs` finding naming the first
+differing equation and its line; otherwise the x32 program runs, with one warning at the
+user's calling line. The oracle is jax.jit with x64 off."""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+from jax.scipy import special
+
+import x64guard
+from tests.corpus import oracle
+
+
+def _x32(f, *args):
+    return jax.tree_util.tree_leaves(jax.jit(f)(*[oracle.to32(np.asarray(a)) if isinstance(a, np.ndarray) else a
+                                                   for a in args]))
+
+
+def _same(got, want) -> bool:
+    got = jax.tree_util.tree_leaves(got)
+    return len(got) == len(want) and all(oracle.bit_identical(np.asarray(g), np.asarray(w))
+                                         for g, w in zip(got, want))
+
+
+def _x64_flag(x):
+    return x * 2 if jax.config.jax_enable_x64 else x * 3
+
+
+REPROS = [
+    ("x64-flag branch", _x64_flag, np.array([1.0, 2.0])),
+    ("log_ndtr switch points", special.log_ndtr, np.array([7.5, 1.0, -3.0])),
+    ("i0e coefficient tables", special.i0e, np.array([0.0, 1.0, 9.0])),
+    ("finfo eps", lambda x: x + 100 * jnp.finfo(x.dtype).eps, np.array([1.0, 2.0])),
+]
+
+
+@pytest.mark.parametrize("name,f,x", REPROS, ids=[r[0] for r in REPROS])
+@pytest.mark.parametrize("caller_x64", [True, False], ids=["x64-on", "x64-off"])
+def test_library_decisions_by_dtype_give_x32_bits(name, f, x, caller_x64):
+    want = _x32(f, x)
+    with oracle.x64(caller_x64), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = x64guard.jit(f)(x)
+    assert _same(got, want), (name, got, want)
+
+
+def test_trace_differs_refused_in_mode_error_with_equation_and_line():
+    fn = x64guard.jit(_x64_flag, mode="error")
+    with pytest.raises(x64guard.X64GuardError) as info:
+        fn(np.ones(2, np.float32))
+    (finding,) = info.value.findings
+    assert finding.kind == "trace-differs" and finding.op == "mul"
+    assert "test_trace_check.py" in str(finding.location) and "_x64_flag" in str(finding.location)
+    assert "2.0" in finding.message and "3.0" in finding.message
+
+
+def test_trace_differs_warns_once_at_the_calling_line():
+    fn = x64guard.jit(_x64_flag)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = fn(np.ones(2))  # the calling line
+    differs = [w for w in caught if "trace-differs" in str(w.message)]
+    assert len(differs) == 1 and differs[0].filename == __file__, [str(w.message) for w in caught]
+    assert np.asarray(out).tolist() == [3.0, 3.0]
+
+
+def test_equal_traces_still_narrow():
+    fn = x64guard.jit(lambda x: jnp.asarray(x, jnp.float64) * 2 + jnp.arange(2))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = fn(np.ones(2, np.float32))
+    assert not [w for w in caught if "trace-differs" in str(w.message)]
+    assert any("narrowed" in str(w.message) for w in caught)
+    assert np.asarray(out).tolist() == [2.0, 3.0]
+
+
+def test_library_int32_beside_widened_input_does_not_crash_the_trace():
+    """issue 22 item 4: lax.cond branches of a library's own int32 beside an int32 input
+    (traced at int64) failed with JAX's 'cond branches must have equal output types'."""
+    f = lambda idx, x: lax.cond(x > 0, lambda: idx, lambda: jnp.zeros(3, jnp.int32))  # noqa: E731
+    idx = np.arange(3, dtype=np.int32)
+    want = _x32(f, idx, 1.0)
+    for x64 in (True, False):
+        with oracle.x64(x64), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert _same(x64guard.jit(f)(idx, 1.0), want)
+            assert _same(x64guard.jit(f)(idx, np.float32(1.0)), want)
+
+
+def test_lowered_findings_carry_the_difference():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lowered = x64guard.jit(_x64_flag).lower(np.ones(2))
+    assert [f.kind for f in lowered.findings] == ["trace-differs"]
+    assert np.asarray(lowered.compile()(np.ones(2))).tolist() == [3.0, 3.0]
