@@ -6,9 +6,9 @@ looks at the module; corpus cases name the probes that concern them
 
 * `lgamma`: jax 0.12 lowers float64 `lgamma` to `chlo.lgamma` but float32 to its own
   expansion (`lgamma_impl`): gammaln, gammainc, betainc, random.gamma and their gradients;
-* `erf_jvp`: jax 0.12 differentiates erf/erfc with `exp_neg_sq`, which splits `x**2` by
-  masking mantissa bits, 27 for float64 (a uint64 mask x64guard refuses to narrow) and 12
-  for float32.
+* `split_square`: jax 0.12 splits `x**2` by masking mantissa bits (`_split_square`), 27 for
+  float64 (a uint64 mask x64guard refuses to narrow) and 12 for float32: in the derivative
+  of erf/erfc (`exp_neg_sq`), erfcx, ndtri and erfcinv's far tail.
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ def lgamma() -> bool:
 
 
 @functools.cache
-def erf_jvp() -> bool:
+def split_square() -> bool:  # probed on erf's derivative, the simplest program holding it
     return "bitcast_convert" in _x32_module(jax.grad(jax.lax.erf), np.float32(0.5))
 
 
-PROBES = {"lgamma": lgamma, "erf_jvp": erf_jvp}
+PROBES = {"lgamma": lgamma, "split_square": split_square}
 
 
 def differs(case) -> list[str]:

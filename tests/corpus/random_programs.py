@@ -133,7 +133,7 @@ GRADIENTS: dict[str, tuple[Callable, Callable]] = {
 # Gradients whose lowering depends on the dtype on some JAX releases (lowering_probes).
 GRADIENT_LOWERING_DIFFERS: dict[str, tuple[str, ...]] = {
     "gamma": ("lgamma",), "beta": ("lgamma",), "dirichlet": ("lgamma",), "t": ("lgamma",),
-    "truncated_normal": ("erf_jvp",),
+    "truncated_normal": ("split_square",),
 }
 
 
