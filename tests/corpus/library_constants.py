@@ -239,7 +239,7 @@ def cases() -> list:
         Case("lib_numpyro_interval_censored", _numpyro_interval_censored,
              fixed([[-1.0, 1.0], [-50.0, -40.0], [40.0, 50.0]])),
         Case("lib_numpyro_kumaraswamy_near_one", _numpyro_kumaraswamy, fixed([1e-6, 0.5, 0.999999, 1.0 - 1e-12])),
-        Case("lib_numpyro_lkj_cholesky", _numpyro_lkj_cholesky, fixed([0.5, -40.0, 40.0])),
+        Case("lib_numpyro_lkj_cholesky", _numpyro_lkj_cholesky, fixed([0.5, -40.0, 40.0]), lowering_differs=('lgamma',)),
         # ---- jax.scipy.special: loops that stop on finfo(dtype).eps ---------------------
         Case("lib_special_gammainc", sp.gammainc, fixed([0.1, 0.5, 2.0, 7.0, 30.0], [0.05, 0.5, 1.0, 9.0, 20.0]), lowering_differs=('lgamma',)),
         Case("lib_special_erfcx", sp.erfcx, fixed([-1.0, 0.5, 5.0, 9.0, 12.0, 30.0]),

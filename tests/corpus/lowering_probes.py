@@ -8,7 +8,8 @@ looks at the module; corpus cases name the probes that concern them
   expansion (`lgamma_impl`): gammaln, gammainc, betainc, random.gamma and their gradients;
 * `split_square`: jax 0.12 splits `x**2` by masking mantissa bits (`_split_square`), 27 for
   float64 (a uint64 mask x64guard refuses to narrow) and 12 for float32: in the derivative
-  of erf/erfc (`exp_neg_sq`), erfcx, ndtri and erfcinv's far tail.
+  of erf/erfc (`exp_neg_sq`), erfcx, ndtri and erfcinv's far tail;
+* `sinc`: jax 0.12 evaluates `jnp.sinc` with a Taylor polynomial of a dtype-dependent degree.
 """
 
 from __future__ import annotations
@@ -36,7 +37,17 @@ def split_square() -> bool:  # probed on erf's derivative, the simplest program 
     return "bitcast_convert" in _x32_module(jax.grad(jax.lax.erf), np.float32(0.5))
 
 
-PROBES = {"lgamma": lgamma, "split_square": split_square}
+@functools.cache
+def sinc() -> bool:
+    """jax 0.12 evaluates sinc by a Taylor polynomial whose degree follows the dtype."""
+    import jax.numpy as jnp
+
+    with x64(True):
+        wide = jax.jit(jnp.sinc).lower(np.float64(0.5)).as_text()
+    return _x32_module(jnp.sinc, np.float32(0.5)).count("multiply") != wide.count("multiply")
+
+
+PROBES = {"lgamma": lgamma, "split_square": split_square, "sinc": sinc}
 
 
 def differs(case) -> list[str]:

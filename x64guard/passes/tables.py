@@ -387,6 +387,8 @@ FINFO_EXPRESSIONS: tuple[tuple[str, "Callable[[np.finfo], np.floating]"], ...] =
     ("1 - finfo({T}).epsneg", lambda fi: fi.dtype.type(1) - fi.epsneg),  # = nextafter(1, 0)
     ("1 + finfo({T}).eps", lambda fi: fi.dtype.type(1) + fi.eps),        # = nextafter(1, 2)
     ("sqrt(log(finfo({T}).max))", lambda fi: np.sqrt(np.log(fi.max))),   # jax.scipy.special.erfcx
+    # jax.random.gumbel(mode="high") in jax 0.12: uniforms floored at 2**-(2 * nmant + 1).
+    ("2 ** -(2 * finfo({T}).nmant + 1)", lambda fi: fi.dtype.type(2.0) ** -(2 * fi.nmant + 1)),
 )
 
 # Integer multiples k * base (k >= 2): rcond = max(M, N) * eps (lstsq, polyfit),
