@@ -44,6 +44,33 @@ EXPLAINED_BY = {
 }
 
 
+# The exception tables (tests/*/module_exceptions.py) were measured with this JAX. On another
+# release x32 JAX's own modules change (inlining, op order, new dtype-dependent lowerings),
+# and a difference there is reported (a warning carrying the diff, in the test summary)
+# rather than failed; the bit oracle behind it stays strict on every release.
+MEASURED_WITH = "0.10.2"
+
+
+class ModuleEqualityReport(UserWarning):
+    """A module-equality difference on a JAX other than MEASURED_WITH."""
+
+
+def strict() -> bool:
+    import jax
+
+    return jax.__version__ == MEASURED_WITH
+
+
+def fail_or_report(message: str, fail) -> None:
+    """`fail(message)` on the JAX the tables were measured with; a warning elsewhere."""
+    if strict():
+        fail(message)
+    else:
+        import warnings
+
+        warnings.warn(ModuleEqualityReport(message), stacklevel=2)
+
+
 def normalised(module) -> str:
     """`module` (text, bytes or ir.Module) printed without locations by one printer."""
     if not isinstance(module, (str, bytes)):

@@ -10,10 +10,11 @@
 #
 # MATRIX picks rows ("0.11 0.12"); MATRIX_TIER picks what runs on each:
 #   full  every JAX-side test (the default; what "passes on every version" means)
-#   ci    what CI runs on the rows `make test` does not already cover, within its time:
-#         everything but the cases outside the sample of a large family (`sampled_out`:
-#         7 of 8 narrowing cases of the corpus, x32 programs, CLI formats), every refusal
-#         and idiom case, the whole ecosystem suite, the docs, the quick fuzz.
+#   ci    what CI runs on the rows `make test` does not already cover, within its time
+#         (`make test-fast`'s selection over the JAX-side suites): no test marked `slow`, and
+#         of each large family only its sample (`sampled_out` deselected: 7 of 8 narrowing
+#         cases of the corpus, x32 programs, CLI formats); every refusal case, the random
+#         kernel proofs and their perturbations, the fast ecosystem programs, the docs.
 # Rows run one after another; a failing row does not stop the others; the exit status
 # is non-zero if any row failed.
 set -uo pipefail
@@ -24,7 +25,7 @@ tier=${MATRIX_TIER:-full}
 python=${PYTHON:-python3}
 case $tier in
   full) select="not torch" ;;
-  ci)   select="not torch and not sampled_out" ;;
+  ci)   select="not torch and not slow and not sampled_out" ;;
   *)    echo "tools/matrix.sh: MATRIX_TIER is full or ci, not '$tier'" >&2; exit 2 ;;
 esac
 

@@ -291,19 +291,26 @@ def check_module_equality(case: "programs.Case", result, args32: Sequence[np.nda
     exception = MODULE_EXCEPTIONS.get(case.name)
     if lowering_probes.differs(case):
         return comparison  # the running JAX lowers this program by dtype: another program, by design
+
+    def fail(message: str) -> None:
+        def raise_it(m):
+            raise AssertionError(m)
+        module_equality.fail_or_report(message, raise_it)
+
     if comparison.equal:
-        assert exception is None, (
-            f"{case.name}: listed in tests/corpus/module_exceptions.py ({exception.why}) but its narrowed module "
-            "now equals x32 JAX's: remove the entry")
+        if exception is not None:
+            fail(f"{case.name}: listed in tests/corpus/module_exceptions.py ({exception.why}) but its narrowed "
+                 "module now equals x32 JAX's: remove the entry")
         return comparison
-    assert exception is not None, (
-        f"{case.name}: the narrowed module is not the module jax.jit lowers with x64 off (types, attributes, op "
-        "order and functions must match; SSA names and locations aside):\n" + comparison.describe(24))
+    if exception is None:
+        fail(f"{case.name}: the narrowed module is not the module jax.jit lowers with x64 off (types, attributes, "
+             "op order and functions must match; SSA names and locations aside):\n" + comparison.describe(24))
+        return comparison
     if exception.kind is not None:
         kinds = {str(f.kind) for f in result.findings}
-        assert exception.kind in kinds, (
-            f"{case.name}: its module differs from x32 JAX's for a reason the finding {exception.kind!r} names, "
-            f"but narrowing reported none (kinds: {sorted(kinds)})")
+        if exception.kind not in kinds:
+            fail(f"{case.name}: its module differs from x32 JAX's for a reason the finding {exception.kind!r} "
+                 f"names, but narrowing reported none (kinds: {sorted(kinds)})")
     return comparison
 
 

@@ -158,20 +158,23 @@ def test_terms_normalise_associative_commutative_ops_and_fold_constants():
 def test_the_specification_matches_numpy_threefry_on_test_vectors():
     """The term builder's Threefry-2x32 is the published one: evaluated on the Random123
     known-answer vectors (also in JAX's tests), it gives their outputs."""
-    def evaluate(t: Terms, term: int, env: dict) -> int:
+    def evaluate(t: Terms, term: int, env: dict, memo: dict) -> int:
+        if term in memo:  # terms share subterms: without a memo the walk is exponential
+            return memo[term]
         node = t.nodes[term]
         kind = node[0]
         if kind == "arg":
-            return env[node[1]]
-        if kind == "const":
-            return node[1]
-        if kind in ("shl", "shr"):
-            x = evaluate(t, node[1], env)
-            return ((x << node[2]) if kind == "shl" else (x >> node[2])) & 0xFFFFFFFF
-        values = [evaluate(t, x, env) for x in node[1:-1]] + [node[-1]]
-        out = 0
-        for v in values:
-            out = (out + v) & 0xFFFFFFFF if kind == "add" else (out ^ v if kind == "xor" else out | v)
+            out = env[node[1]]
+        elif kind == "const":
+            out = node[1]
+        elif kind in ("shl", "shr"):
+            x = evaluate(t, node[1], env, memo)
+            out = ((x << node[2]) if kind == "shl" else (x >> node[2])) & 0xFFFFFFFF
+        else:
+            out = 0
+            for v in [evaluate(t, x, env, memo) for x in node[1:-1]] + [node[-1]]:
+                out = (out + v) & 0xFFFFFFFF if kind == "add" else (out ^ v if kind == "xor" else out | v)
+        memo[term] = out
         return out
 
     vectors = [((0x00000000, 0x00000000), (0x00000000, 0x00000000), (0x6B200159, 0x99BA4EFE)),
@@ -181,4 +184,5 @@ def test_the_specification_matches_numpy_threefry_on_test_vectors():
     out = threefry2x32_terms(t, t.arg(0), t.arg(1), t.arg(2), t.arg(3))
     for key, count, want in vectors:
         env = {0: key[0], 1: key[1], 2: count[0], 3: count[1]}
-        assert tuple(evaluate(t, o, env) for o in out) == want
+        memo: dict = {}
+        assert tuple(evaluate(t, o, env, memo) for o in out) == want
