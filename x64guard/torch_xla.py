@@ -1779,7 +1779,11 @@ def _live_pending_tensors(young_only: bool, wanted: set[int] | None = None) -> l
     for generation in generations:
         objects = gc.get_objects() if generation is None else gc.get_objects(generation)
         for obj in objects:
-            if isinstance(obj, torch.Tensor) and obj.device.type == "xla" and id(obj) not in candidates:
+            try:
+                found = isinstance(obj, torch.Tensor) and obj.device.type == "xla" and id(obj) not in candidates
+            except ReferenceError:  # a weakref.proxy whose referent died: the collector still lists it
+                continue
+            if found:
                 candidates[id(obj)] = obj
                 _LONG_LIVED[id(obj)] = weakref.ref(obj)   # seen once: found again when older
         del objects
