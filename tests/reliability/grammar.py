@@ -192,9 +192,14 @@ class Program:
         """Why x64guard may (must) refuse this program: constants the 32-bit types cannot
         hold, width-changing bitcasts of 64-bit values."""
         found = []
+        unsigned = any(x.dtype.startswith("uint") for x in self.inputs)
         for node in self.nodes:
             if node.op == "const" and const_is_hazard(node.p):
                 found.append(f"constant {node.p['value']} ({node.p.get('dtype') or 'Python scalar'})")
+            elif node.op == "const" and node.p.get("dtype") is None and unsigned and _negative_int(node.p["value"]):
+                # A negative Python scalar meeting an unsigned value is promoted to uint64 under x64:
+                # 2**64 - |c|, which uint32 cannot hold (x32 JAX wraps it to 2**32 - |c|).
+                found.append(f"constant {node.p['value']} (Python scalar, promoted to an unsigned type)")
             elif OPS[node.op].hazard:
                 found.append(node.op)
         return found
@@ -209,6 +214,15 @@ class Program:
             lines.append(f"    v{n_in + k} = {OPS[node.op].render(node)}")
         lines.append(f"    return ({', '.join(f'v{i}' for i in self.outputs)},)")
         return "\n".join(lines)
+
+
+def _negative_int(text: str) -> bool:
+    import ast
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return False
+    return isinstance(value, int) and not isinstance(value, bool) and value < 0
 
 
 def input_values(spec: Input) -> np.ndarray:
