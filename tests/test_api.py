@@ -265,9 +265,9 @@ func.func @main(%x: tensor<3xcomplex<f32>>) -> tensor<3xcomplex<f32>> {
 # --- versions -------------------------------------------------------------------
 
 def test_untested_jax_version_gives_a_clear_error():
-    code = ("import jax, jaxlib; jax.__version__ = '0.12.0'; "
+    code = ("import jax, jaxlib; jax.__version__ = '0.13.0'; "
             "import x64guard")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={k: v for k, v in os.environ.items() if k != "X64GUARD_ALLOW_UNTESTED_JAX"})
     assert proc.returncode != 0
-    assert "x64guard is tested with jax >= 0.10.0 and < 0.11.0, but jax 0.12.0 is installed" in proc.stderr
+    assert "x64guard is tested with jax >= 0.10.0 and < 0.13.0, but jax 0.13.0 is installed" in proc.stderr

@@ -429,7 +429,8 @@ def child_main(seeds_dir: str, family: str, run_seed: int, start: int, stop: int
     def hook(event, args):
         # Lazy imports of library modules exec their code objects: not input. Restarting
         # x64guard's own bytecode reader (a fixed command) after input killed it is allowed.
-        if event == "subprocess.Popen" and tuple(args[1]) == READER_COMMAND:
+        # Python 3.13's subprocess spawns with os.posix_spawn (argv second), 3.11's does not.
+        if event in ("subprocess.Popen", "os.posix_spawn") and tuple(args[1]) == READER_COMMAND:
             return
         if event in FORBIDDEN_AUDIT_EVENTS and not any("importlib._bootstrap" in f.filename
                                                        for f in traceback.extract_stack()):
