@@ -1,6 +1,7 @@
 """Programs for testing the harness itself (tests/ecosystem/test_runner.py): one that
-kills its process, one that x64guard gets right, one that is wrong because of a float64
-finfo constant, and two refusals whose declared justifications the harness must reject
+kills its process, one that x64guard gets right, one whose x64 trace is another program
+than its x32 trace (x64guard.jit's cross-check runs the x32 one; narrowed as traced, it
+would be wrong: the diagnosis test uses it), and two refusals whose declared justifications the harness must reject
 (wrong finding kind; x32 JAX in fact gives the 64-bit answer)."""
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ def identical():
     return (lambda x: jnp.tanh(x) * 2.0), (jnp.asarray([0.5, -1.0], jnp.float32),)
 
 
-@registry.program("shift_by_width_wrong",
-                  "a shift by half the width, iinfo(dtype).bits // 2: int64's 32 shifts int32 out entirely (a "
-                  "warning only: a literal 32 would be x32 JAX's shift too), x32 JAX shifts by 16")
-def shift_by_width_wrong():
+@registry.program("shift_by_half_width",
+                  "a shift by half the width, iinfo(dtype).bits // 2: the x64 trace shifts by 32, x32 JAX by 16; "
+                  "x64guard.jit's cross-check sees the traces differ and runs x32 JAX's program (narrowing the "
+                  "x64 one would shift int32 out entirely)")
+def shift_by_half_width():
     def half_width_shift(x):
         return lax.shift_left(x, jnp.asarray(jnp.iinfo(x.dtype).bits // 2, x.dtype))
 

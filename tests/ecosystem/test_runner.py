@@ -20,13 +20,31 @@ def test_crash_attributed_and_run_continues():
     assert "SIGABRT" in aborted.detail
     assert (records["identical"].outcome, records["identical"].ok) == ("identical", True)
     assert records["identical"].has_64bit
-    wrong = records["shift_by_width_wrong"]
-    assert (wrong.outcome, wrong.ok) == ("wrong", False), wrong.detail
-    # the probe must find the cause: traced at its own width (int32), the shift is by 16
-    assert wrong.cause == "input-width" and "input-width=identical" in wrong.detail, wrong.detail
+    # the traces differ (shift by 32 under x64, by 16 under x32): the cross-check runs x32's program
+    shifted = records["shift_by_half_width"]
+    assert (shifted.outcome, shifted.ok) == ("identical", True), shifted.detail
+    assert any("another program than with x64 off" in w for w in shifted.warnings), shifted.warnings
     refused = records["out_of_range_unjustified"]
     assert (refused.outcome, refused.ok) == ("refused", False)
     assert "input-out-of-range" in refused.detail
     agrees = records["out_of_range_x32_agrees"]
     assert (agrees.outcome, agrees.ok) == ("refused", False)
     assert "not justified (x32 JAX gives the 64-bit program's answer)" in agrees.detail, agrees.detail
+
+
+def test_diagnosis_names_the_input_width_cause():
+    """A wrong answer is diagnosed by probes that narrow variants of the x64 lowering with
+    x64guard.narrow (no cross-check there): the half-width shift narrowed as traced with
+    widened inputs is wrong, traced at its inputs' own width (int32) it is x32 JAX's."""
+    import jax
+
+    from tests.ecosystem.harness import Record, diagnose, x64, x64_lowering
+
+    program = next(p for p in PROGRAMS if p.name == "shift_by_half_width")
+    with x64(False):
+        fn, args = program.build()
+        reference = jax.jit(fn)(*args)
+    record = Record(program.name, program.library, outcome="wrong", ok=False)
+    cause = diagnose(record, x64_lowering(fn, args), fn, args, reference)
+    assert cause == "input-width", record.detail
+    assert "finfo-constant=differs" in record.detail and "input-width=identical" in record.detail, record.detail
