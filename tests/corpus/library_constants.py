@@ -22,6 +22,17 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
+def _library(module: str):
+    """`module`, imported outside any trace even when first asked for inside one: a library
+    module's top-level jnp expressions (a `jnp.log(2.0)` constant) are otherwise staged into
+    whichever trace imports it first (x64's or x32's), and the two modules differ by order
+    of tests rather than by program."""
+    import importlib
+
+    with jax.ensure_compile_time_eval():
+        return importlib.import_module(module)
+
+
 # --------------------------------------------------------------------------------------
 # inputs
 
@@ -56,7 +67,7 @@ _LOGITS = np.array([-800.0, -90.0, -20.0, 0.0, 17.0, 20.0, 40.0, 800.0])
 def _equinox_errors_as_nan():
     """equinox's runtime checks as `EQX_ON_ERROR=nan` would set them, for this trace only:
     the default (`raise`) is a host callback, another x64guard feature than these constants."""
-    import equinox._errors as errors
+    errors = _library("equinox._errors")
 
     old = errors.EQX_ON_ERROR
     errors.EQX_ON_ERROR = "nan"
@@ -71,7 +82,7 @@ def _equinox_errors_as_nan():
 
 
 def _numpyro_logistic_regression(x, w, y):
-    import numpyro.distributions as dist
+    dist = _library("numpyro.distributions")
     return dist.Bernoulli(probs=jax.nn.sigmoid(x @ w)).log_prob(y).sum()
 
 
@@ -80,48 +91,48 @@ def _numpyro_logistic_regression_grad(x, w, y):
 
 
 def _numpyro_clamp_probs(p):
-    from numpyro.distributions.util import clamp_probs
+    clamp_probs = _library("numpyro.distributions.util").clamp_probs
     return clamp_probs(p)
 
 
 def _numpyro_binomial(p):
-    import numpyro.distributions as dist
+    dist = _library("numpyro.distributions")
     counts = jnp.array([0.0, 1.0, 2.0, 5.0, 9.0, 10.0], p.dtype)
     return dist.Binomial(10, probs=p).log_prob(counts)
 
 
 def _numpyro_categorical(p):
-    import numpyro.distributions as dist
+    dist = _library("numpyro.distributions")
     probs = jnp.stack([p, 1 - p])
     return dist.Categorical(probs=probs.T).log_prob(jnp.ones(p.shape, jnp.int32))
 
 
 def _numpyro_geometric(p):
-    import numpyro.distributions as dist
+    dist = _library("numpyro.distributions")
     return dist.Geometric(probs=p).log_prob(jnp.full(p.shape, 3.0, p.dtype))
 
 
 def _numpyro_sigmoid_transform(v):
-    from numpyro.distributions import transforms
+    transforms = _library("numpyro.distributions").transforms
     t = transforms.SigmoidTransform()
     return t(v), t.log_abs_det_jacobian(v, t(v))
 
 
 def _numpyro_stick_breaking(v):
-    from numpyro.distributions import transforms
+    transforms = _library("numpyro.distributions").transforms
     t = transforms.StickBreakingTransform()
     y = t(v)
     return y, t.log_abs_det_jacobian(v, y)
 
 
 def _numpyro_corr_cholesky(v):
-    from numpyro.distributions import transforms
+    transforms = _library("numpyro.distributions").transforms
     t = transforms.CorrCholeskyTransform()
     return t.inv(t(v))
 
 
 def _numpyro_censored(v):
-    import numpyro.distributions as dist
+    dist = _library("numpyro.distributions")
     base = dist.Normal(0.0, 1.0)
     censored = jnp.array([True, True, False, True, False, True])
     left = dist.LeftCensoredDistribution(base, censored).log_prob(v)
@@ -130,37 +141,37 @@ def _numpyro_censored(v):
 
 
 def _numpyro_interval_censored(bounds):
-    import numpyro.distributions as dist
+    dist = _library("numpyro.distributions")
     left = jnp.array([False, True, False])
     right = jnp.array([False, False, True])
     return dist.IntervalCensoredDistribution(dist.Normal(0.0, 1.0), left, right).log_prob(bounds)
 
 
 def _numpyro_kumaraswamy(v):
-    import numpyro.distributions as dist
+    dist = _library("numpyro.distributions")
     return dist.Kumaraswamy(2.0, 3.0).log_prob(v)
 
 
 def _numpyro_lkj_cholesky(v):
-    import numpyro.distributions as dist
-    from numpyro.distributions import transforms
+    dist = _library("numpyro.distributions")
+    transforms = _library("numpyro.distributions").transforms
     return dist.LKJCholesky(3, 2.0).log_prob(transforms.CorrCholeskyTransform()(v))
 
 
 def _equinox_nextafter(v):
-    import equinox.internal as eqxi
+    eqxi = _library("equinox.internal")
     return eqxi.nextafter(v), eqxi.prevbefore(v)
 
 
 def _blackjax_log1mexp(v):
-    from blackjax.ns.utils import log1mexp
+    log1mexp = _library("blackjax.ns.utils").log1mexp
     return log1mexp(v)
 
 
 def _diffrax_jump_at_zero(y0):
     """An adaptive solve across a discontinuity at t = 0, declared in `jump_ts`: diffrax
     steps to prevbefore(0) = -tiny, then past the jump (equinox's nextafter/prevbefore)."""
-    import diffrax
+    diffrax = _library("diffrax")
     with _equinox_errors_as_nan():
         term = diffrax.ODETerm(lambda t, y, a: jnp.where(t < 0, -a * y, a * y))
         controller = diffrax.ClipStepSizeController(diffrax.PIDController(rtol=1e-4, atol=1e-4), jump_ts=[0.0])

@@ -44,7 +44,6 @@ MODULE_EXCEPTIONS: dict[str, KnownDifference] = {
     "finfo_betainc": KnownDifference(None, "betainc's continued fraction runs 600 iterations for float64 and 200 for float32 (a constant of the trace)"),
     "lib_eigh_tridiagonal": KnownDifference(None, "eigh_tridiagonal's bisection counts float64's 53 mantissa bits where float32 has 24"),
     "lib_special_erfcx": KnownDifference(None, "erfcx evaluates a 9-term polynomial for float64 and a 5-term one for float32"),
-    "lib_blackjax_ns_log1mexp": KnownDifference(None, "log1mexp clips at a dtype-derived constant x32 JAX folds into another graph"),
     "lib_numpyro_interval_censored": KnownDifference(None, "numpyro's censored likelihood clamps with dtype-derived bounds traced as other ops"),
     "switch_int64_index": KnownDifference(None, _SCALAR_CONVERT),
     "gather_scalar_index": KnownDifference(None, _SCALAR_CONVERT),
