@@ -12,6 +12,7 @@ x64guard/torch_xla.py.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from typing import Iterator, Sequence
 
@@ -31,6 +32,18 @@ def check_torch_xla_version() -> None:
         "uses torch-xla's private graph calls (torch_xla._XLAC), which change between releases; install the "
         "tested pair (pip install 'x64guard[torch-xla]', i.e. torch==2.9.0 torch-xla==2.9.0) or set {env}=1 "
         "to try anyway.")
+
+
+@functools.lru_cache(maxsize=None)
+def excluded_source_dirs() -> tuple[str, ...]:
+    """Directories whose frames are never the user's line: torch's (dynamo included) and
+    torch-xla's."""
+    import torch
+    import torch_xla
+
+    from x64guard._user_line import module_dirs
+
+    return module_dirs(torch, torch_xla)
 
 
 def _xlac():

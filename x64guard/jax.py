@@ -27,10 +27,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import os
-import sys
 import threading
-import types
 import warnings
 from typing import Any, Callable, Sequence
 
@@ -38,7 +35,7 @@ import jax
 import numpy as np
 from jax import lax
 
-from x64guard import _compat
+from x64guard import _compat, _user_line
 from x64guard.api import NarrowResult, narrow
 from x64guard.errors import X64GuardError
 from x64guard.findings import Finding
@@ -54,8 +51,8 @@ _ALLOW = Mode.ALLOW
 _JaxRuntimeError = jax.errors.JaxRuntimeError
 _ARRAY_TYPE = _compat.array_impl_type()  # jax.Array's concrete class (no array made at import)
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_compat.exclude_from_user_frames(_PACKAGE_DIR)
+
+_compat.exclude_from_user_frames(_user_line.PACKAGE_DIR)
 
 
 def jit(fun: Callable | None = None, *, mode: "Mode | str | None" = None, overflow: str = "error",
@@ -372,20 +369,10 @@ def _callbacks_at_32_bits(closed_jaxpr):
 # re-labelled with the user's file and line, so that x64guard.narrow's warnings (issued
 # at its caller, stacklevel=3) point at the user's calling line, with the user module's
 # warning registry and filters, in any thread.
-_CALL_AT = (lambda call, args, kwargs: call(*args, **kwargs)).__code__
-
-
 def _user_frame():
     """The innermost frame outside x64guard and JAX: the line that called x64guard.jit's
     function (or the library code that did)."""
-    excluded = (_PACKAGE_DIR, *_compat.excluded_source_dirs())
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(excluded) and not filename.startswith("<frozen"):
-            return frame
-        frame = frame.f_back
-    return None
+    return _user_line.user_frame(_compat.excluded_source_dirs())
 
 
 def _trace_differs_message(difference, ran_x32: bool) -> str:
@@ -415,12 +402,7 @@ def _warn_at_user_line(message: str) -> None:
 
 
 def _narrow_at_user_line(module, **kwargs) -> NarrowResult:
-    frame = _user_frame()
-    if frame is None:
-        return narrow(module, **kwargs)
-    code = _CALL_AT.replace(co_filename=frame.f_code.co_filename, co_firstlineno=frame.f_lineno,
-                            co_name=frame.f_code.co_name)
-    return types.FunctionType(code, frame.f_globals)(narrow, (module,), kwargs)
+    return _user_line.call_at_user_line(narrow, (module,), kwargs, _compat.excluded_source_dirs())
 
 
 # ----------------------------------------------------------------------------- one program

@@ -47,6 +47,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
                       f"(torch==2.9.0, torch-xla==2.9.0) ({exc})") from exc
 
 from x64guard import _torch_xla_compat as _xc
+from x64guard import _user_line
 
 _xc.check_torch_xla_version()
 
@@ -736,7 +737,10 @@ def _narrowing_for(target: str) -> Iterator[None]:
 def _narrow_module(module, mode: Mode, overflow: str, sources: SourceMap | None) -> NarrowResult:
     """The core pass on torch-xla's module, findings placed at the model's lines."""
     try:
-        result = narrow(module, mode=mode, overflow=overflow, target=_TARGET.get())
+        # Its summary warning points at the user's line that made dynamo compile, not here.
+        result = _user_line.call_at_user_line(narrow, (module,), dict(mode=mode, overflow=overflow,
+                                                                      target=_TARGET.get()),
+                                              _xc.excluded_source_dirs())
     except X64GuardError as exc:
         findings = locate_findings(exc.findings, sources)
         head = str(exc).split("\n", 1)[0]
