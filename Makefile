@@ -5,7 +5,7 @@
 #                   prints the 25 slowest
 #   make test-fast  the everyday tier (< 2 min on 2 cores): pass rules, the API, a sample of
 #                   the differential corpus, the command line's quick cases; no test marked slow
-#   make test-matrix  the JAX-side suites on jax 0.10, 0.11 and 0.12 (Python 3.11 and 3.13)
+#   make test-matrix  the JAX-side suites on jax 0.10, 0.11 and 0.12 (Python 3.11, 3.12, 3.13)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -40,8 +40,12 @@ demo: $(DEMO_STAMP)
 	@echo
 	$(DEMO_PY) examples/scoped_precision.py
 
+# Tests run in JOBS pytest-xdist workers (default 2, one per core of our machines; JOBS=0
+# runs them in pytest's own process, in file order). A worker holds about 3 GB with torch.
+JOBS ?= 2
+
 test: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider --durations=25
+	$(PY) -m pytest -q -p no:cacheprovider -n $(JOBS) --dist worksteal --durations=25
 
 # The everyday tier: these paths, less every test marked `slow` and every case outside the
 # sample of its family (marked `sampled_out`: tests/sample.py); `make test` runs them all.
@@ -51,16 +55,17 @@ FAST_TESTS := tests/passes tests/test_api.py tests/test_corpus.py tests/test_imp
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider --durations=10 -m "not slow and not sampled_out" $(FAST_TESTS)
 
-# The JAX version matrix: the JAX-side suites on jax 0.10 (Python 3.11, .venv), 0.11 and
-# 0.12 (Python 3.13, built once from Debian's source package by tools/python313.sh and
-# cached in ~/.cache/x64guard; one environment each under .matrix/). MATRIX picks rows,
+# The JAX version matrix: the JAX-side suites on jax 0.10 (Python 3.11, .venv), 0.11 (Python
+# 3.12, the image's: tools/python312.sh) and 0.12 (Python 3.13, built once from Debian's
+# source package by tools/python313.sh and cached in ~/.cache/x64guard); one environment
+# each under .matrix/. MATRIX picks rows,
 # MATRIX_TIER=ci runs CI's tier (tools/matrix.sh says which tests). CI runs
 # `make test` and then `make test-matrix MATRIX="0.11 0.12" MATRIX_TIER=ci`.
 MATRIX      ?= 0.10 0.11 0.12
 MATRIX_TIER ?= full
 
 test-matrix:
-	MATRIX="$(MATRIX)" MATRIX_TIER="$(MATRIX_TIER)" PYTHON="$(PYTHON)" tools/matrix.sh
+	MATRIX="$(MATRIX)" MATRIX_TIER="$(MATRIX_TIER)" PYTHON="$(PYTHON)" JOBS="$(JOBS)" tools/matrix.sh
 
 $(VENV)/.x64guard-bench: pyproject.toml | $(STAMP)
 	$(PY) -m pip install --quiet -e ".[test,torch-xla,ecosystem,torch-models,bench]"

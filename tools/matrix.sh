@@ -3,10 +3,13 @@
 # virtual environment each. Everything but torch and torch-xla (whose releases pin their
 # own jax-free stack, tested by `make test` on the 0.10 row's environment).
 #
-#   row    Python                               environment   pins
-#   0.10   python3 (3.11; `make test`'s)        .venv          pyproject.toml's extras
-#   0.11   3.13, built by tools/python313.sh    .matrix/0.11   tests/matrix/jax-0.11.txt
-#   0.12   3.13, built by tools/python313.sh    .matrix/0.12   tests/matrix/jax-0.12.txt
+#   row    Python                                 environment   pins
+#   0.10   python3 (3.11; `make test`'s)          .venv          pyproject.toml's extras
+#   0.11   3.12, found by tools/python312.sh      .matrix/0.11   tests/matrix/jax-0.11.txt
+#   0.12   3.13, built by tools/python313.sh      .matrix/0.12   tests/matrix/jax-0.12.txt
+#
+# So the three rows cover Python 3.11, 3.12 and 3.13. Where no 3.12 is installed, the 0.11
+# row runs on the 3.13 build and its summary line says which Python it ran.
 #
 # MATRIX picks rows ("0.11 0.12"); MATRIX_TIER picks what runs on each:
 #   full  every JAX-side test (the default; what "passes on every version" means)
@@ -15,7 +18,8 @@
 #         of each large family only its sample (`sampled_out` deselected: 7 of 8 narrowing
 #         cases of the corpus, x32 programs, CLI formats); every refusal case, the random
 #         kernel proofs and their perturbations, the fast ecosystem programs, the docs.
-# Rows run one after another; a failing row does not stop the others; the exit status
+# Each row's tests run in JOBS (default 2) pytest-xdist workers. Rows run one after another;
+# a failing row does not stop the others; the exit status
 # is non-zero if any row failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -39,8 +43,17 @@ environment() {  # row -> path of its python, installing what the row pins when 
   venv=.matrix/$row
   pins=tests/matrix/jax-$row.txt
   [ -f "$pins" ] || { echo "tools/matrix.sh: no pins for row $row ($pins)" >&2; return 1; }
-  if [ ! -x "$venv/bin/python" ]; then
+  if [ "$row" = 0.11 ] && interpreter=$(tools/python312.sh); then :
+  else
+    [ "$row" = 0.11 ] && echo "tools/matrix.sh: no Python 3.12 here; the jax 0.11 row runs on 3.13" >&2
     interpreter=$(tools/python313.sh) || return 1
+  fi
+  # A venv made by another Python (an earlier layout of the matrix) is made anew.
+  if [ -x "$venv/bin/python" ] && [ "$("$venv/bin/python" -c 'import sys; print(sys.version_info[:2])')" != \
+       "$("$interpreter" -c 'import sys; print(sys.version_info[:2])')" ]; then
+    rm -rf "$venv"
+  fi
+  if [ ! -x "$venv/bin/python" ]; then
     "$interpreter" -m venv "$venv" >&2 || return 1
     "$venv/bin/python" -m pip install --quiet --upgrade pip >&2 || return 1
   fi
@@ -60,7 +73,7 @@ for row in $rows; do
   fi
   versions=$("$py" -c 'import sys, jax, jaxlib; print(f"jax {jax.__version__}, jaxlib {jaxlib.__version__}, Python {sys.version.split()[0]}")')
   echo "--- $versions"
-  "$py" -m pytest -q -p no:cacheprovider --durations=10 -m "$select" \
+  "$py" -m pytest -q -p no:cacheprovider -n "${JOBS:-2}" --dist worksteal --durations=10 -m "$select" \
       --ignore=tests/torch --ignore=tests/torch_xla tests
   status=$?
   took=$(( $(date +%s) - start ))
