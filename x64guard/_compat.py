@@ -178,12 +178,15 @@ def array_impl_type() -> type:
     return ArrayImpl
 
 
+@functools.lru_cache(maxsize=None)
 def excluded_source_dirs() -> tuple[str, ...]:
     """Directories whose frames are never 'the user's line': JAX's and jaxlib's."""
     import jax
     import jaxlib
 
-    return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (jax, jaxlib))
+    from x64guard._user_line import module_dirs
+
+    return module_dirs(jax, jaxlib)
 
 
 def trace_x64(jitted, args: tuple, kwargs: dict):
