@@ -7,8 +7,9 @@ looks at the module; corpus cases name the probes that concern them
 * `lgamma`: jax 0.12 lowers float64 `lgamma` to `chlo.lgamma` but float32 to its own
   expansion (`lgamma_impl`): gammaln, gammainc, betainc, random.gamma and their gradients;
 * `split_square`: jax 0.12 splits `x**2` by masking mantissa bits (`_split_square`), 27 for
-  float64 (a uint64 mask x64guard refuses to narrow) and 12 for float32: in the derivative
-  of erf/erfc (`exp_neg_sq`), erfcx, ndtri and erfcinv's far tail;
+  float64 and 12 for float32 (x64guard makes the first mask the second: `HalfSignificandMask`),
+  inside code whose polynomials and bounds also follow the dtype: in the derivative of
+  erf/erfc (`exp_neg_sq`), erfcx, ndtri and erfcinv's far tail;
 * `sinc`: jax 0.12 evaluates `jnp.sinc` with a Taylor polynomial of a dtype-dependent degree.
 """
 

@@ -1277,6 +1277,13 @@ CASES: list[Case] = [
     Case("ndtri", jsp.special.ndtri, lambda: (f64(8, lo=0.01, hi=0.99),), lowering_differs=('split_square',)),
     Case("norm_cdf_logpdf", lambda x: (jsp.stats.norm.cdf(x), jsp.stats.norm.logpdf(x, 0.5, 2.0)),
          lambda: (f64(8, lo=-5, hi=5),)),
+    # log_ndtr switches at -20 and 8 for float64, -10 and 5 for float32 (LogNdtrSegments): the
+    # inputs straddle both pairs (as written in float32 it gives -inf for -20 < x <= -10).
+    Case("log_ndtr_segments", jsp.special.log_ndtr,
+         lambda: (np.array([-40.0, -19.5, -15.0, -12.0, -10.0, -9.5, -3.0, 0.0, 4.0, 5.0, 6.5, 7.9, 8.5]),)),
+    Case("norm_logcdf_logsf_grad", lambda x: (jsp.stats.norm.logcdf(x), jsp.stats.norm.logsf(x, 1.0, 2.0),
+                                              jax.grad(lambda v: jsp.special.log_ndtr(v).sum())(x)),
+         lambda: (f64(9, lo=-30, hi=12),)),
     Case("polyval", _polyval, lambda: (f64(4), f64(8))),
     Case("interp", _interp, lambda: (f64(8), f64(6), f64(6))),
     Case("isclose", lambda a, b: (jnp.isclose(a, b), jnp.isclose(a, a + 1e-9)),

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from jax.extend.mlir import ir
 
 from x64guard.passes.driver import OpContext, PassRun, RewritePattern, WalkedOps, collect
+from x64guard.passes.matching import producer, splat, splat_value, users
 from x64guard.passes.rewriter import Rewriter
 
 # Ops an idiom rule may leave without uses and that the phase may then erase: side-effect
@@ -51,6 +52,31 @@ class IdiomPattern(RewritePattern):
     # True for rules that only rewrite what earlier rules made (floats from their words):
     # such anchors alone never make a recording run copy its module.
     follows_earlier_rules: bool = False
+
+    @staticmethod
+    def replace_constants(ctx: OpContext, uses: Sequence[tuple[ir.Operation, ir.Value]], element: str,
+                          number_for: Callable[[object], object]) -> None:
+        """Give each (user op, splat constant operand) of `uses` the constant
+        `number_for(old number)`: one new constant for all uses of a value when the idiom is
+        all that uses it (as x32 JAX traces it), else a constant of its own per user."""
+        by_value: dict[ir.Value, list[ir.Operation]] = {}
+        for user, value in dict.fromkeys(uses):
+            by_value.setdefault(value, []).append(user)
+        for value, idiom_users in by_value.items():
+            number = number_for(splat_value(value))
+            definition = producer(value)
+            whole = definition is not None and set(users(value)) <= set(idiom_users)
+            with ctx.rewriter.insert_before(definition if whole else idiom_users[0]):
+                new = splat(value.type, element, number)
+            if whole:
+                ctx.rewriter.replace_all_uses(value, new)
+                ctx.idioms.maybe_dead.append(definition)  # then what it broadcast, if now unused
+                ctx.idioms.maybe_dead.extend(op for op in map(producer, definition.operands) if op is not None)
+            else:
+                for user in idiom_users:
+                    with ctx.rewriter.insert_before(user):
+                        own = splat(value.type, element, number)
+                    ctx.rewriter.replace_uses_in(user, value, own)
 
     @staticmethod
     def replace_root(ctx: OpContext, op: ir.Operation, value: ir.Value) -> None:

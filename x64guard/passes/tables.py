@@ -309,6 +309,28 @@ HYPOT_SCALES: dict[str, tuple[float, float]] = {
     "up": (2.0 ** 537, 2.0 ** 75),
 }
 
+# ---- jax 0.12's split of x**2 (patterns/half_significand.py) ----
+# Veltkamp's split: `x_hi` = x with the low half of its significand cleared, so that
+# `x_hi * x_hi` is exact. jax 0.12's `_split_square` and `_half_mantissa`
+# (jax/_src/lax/erf.py: erf/erfc derivatives, erfcx, ndtri, erfinv) clear them by and-ing the
+# float's bits with a mask: float64 keeps 26 of 53 significant bits, float32 12 of 24.
+def _half_significand_mask(bits: int, nmant: int) -> int:
+    kept = (nmant + 1) // 2  # significant bits kept, the implicit leading one included
+    return ((1 << bits) - 1) ^ ((1 << (nmant + 1 - kept)) - 1)
+
+
+# (float64's mask as uint64, float32's as uint32): 0xFFFFFFFFF8000000, 0xFFFFF000.
+HALF_SIGNIFICAND_MASKS: tuple[int, int] = (
+    _half_significand_mask(64, int(np.finfo(np.float64).nmant)),
+    _half_significand_mask(32, int(np.finfo(np.float32).nmant)),
+)
+
+# ---- log_ndtr's switch points (patterns/log_ndtr.py) ----
+# jax.scipy.special.log_ndtr switches to its asymptotic series below `lower` and to
+# `-ndtr(-x)` above `upper`, at points chosen per dtype (jax/_src/scipy/special.py
+# `_LOGNDTR_FLOAT64_LOWER` ...; unchanged from jax 0.4 to 0.12). name -> (float64's, float32's).
+LOG_NDTR_SEGMENTS: dict[str, tuple[float, float]] = {"lower": (-20.0, -10.0), "upper": (8.0, 5.0)}
+
 # ---- Random numbers: the 64-bit idioms of jax.random / torch-xla and their 32-bit forms ----
 # (patterns/random_bits.py, patterns/counters.py, patterns/rng_state.py)
 

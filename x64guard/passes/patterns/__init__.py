@@ -12,8 +12,10 @@ from x64guard.passes.patterns.counters import CounterSplit, LowWordMask
 from x64guard.passes.patterns.custom_calls import NarrowCustomCall
 from x64guard.passes.patterns.dtype_constants import ReplaceDtypeConstants
 from x64guard.passes.patterns.generic import ConvertOpTypes
+from x64guard.passes.patterns.half_significand import HalfSignificandMask
 from x64guard.passes.patterns.hypot import HypotScale
 from x64guard.passes.patterns.identities import FoldWholeArrayScatter
+from x64guard.passes.patterns.log_ndtr import LogNdtrSegments
 from x64guard.passes.patterns.random_bits import (JaxFloatsFromBits, RandintMultiplier, RbgWideDraw,
                                                   ReshapedRandomWords, ThreefryWords, ThreefryWordsOriginal,
                                                   XlaFloatsFromBits, XlaRandintWords)
@@ -35,6 +37,8 @@ IDIOM_PATTERNS = (
     LowWordMask(),
     KeepRngState(),
     HypotScale(),
+    HalfSignificandMask(),
+    LogNdtrSegments(),
 )
 
 # Phase 2: named rules run before the generic conversion of the same op, in this order;

@@ -21,7 +21,7 @@ from jax.extend.mlir.dialects import stablehlo
 from x64guard.findings import Kind, Severity
 from x64guard.passes.driver import OpContext
 from x64guard.passes.idioms import IdiomPattern
-from x64guard.passes.matching import element_spelling, producer, splat, splat_value, users
+from x64guard.passes.matching import element_spelling, producer, splat_value, users
 from x64guard.passes.tables import HYPOT_SCALES
 
 
@@ -55,28 +55,8 @@ class HypotScale(IdiomPattern):
         if not scale_uses:
             return False
         uses = [(op, bound), (lows[0], lows[0].operands[1]), *scale_uses]
-        x32_value = {high[0]: high[1], low[0]: low[1],
-                     **{HYPOT_SCALES[k][0]: HYPOT_SCALES[k][1] for k in ("down", "up")}}
-        by_value: dict[ir.Value, list[ir.Operation]] = {}
-        for user, value in dict.fromkeys(uses):
-            by_value.setdefault(value, []).append(user)
-        for value, idiom_users in by_value.items():
-            number = x32_value[splat_value(value)]
-            definition = producer(value)
-            # One constant for all its uses when the idiom is all that uses it (as x32 JAX
-            # traces it); otherwise only the idiom's uses change.
-            whole = definition is not None and set(users(value)) <= set(idiom_users)
-            with ctx.rewriter.insert_before(definition if whole else idiom_users[0]):
-                new = splat(value.type, "f64", number)
-            if whole:
-                ctx.rewriter.replace_all_uses(value, new)
-                ctx.idioms.maybe_dead.append(definition)  # then what it broadcast, if now unused
-                ctx.idioms.maybe_dead.extend(op for op in map(producer, definition.operands) if op is not None)
-            else:
-                for user in idiom_users:
-                    with ctx.rewriter.insert_before(user):
-                        own = splat(value.type, "f64", number)
-                    ctx.rewriter.replace_uses_in(user, value, own)
+        x32_value = {wide: narrow for wide, narrow in HYPOT_SCALES.values()}
+        self.replace_constants(ctx, uses, "f64", x32_value.__getitem__)
         ctx.report(Kind.DTYPE_CONSTANT, Severity.INFO,
                    "hypot's power-of-two rescaling for float64 (2**511, 2**-26, 2**-537, 2**537) made x32 JAX's "
                    "for float32 (2**63, 2**-12, 2**-75, 2**75)")
