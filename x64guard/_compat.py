@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 # [low, high): 0.10.x on Python 3.11, 0.11.x and 0.12.x on Python 3.12/3.13 (`make test-matrix`).
 TESTED_JAX = ((0, 10, 0), (0, 13, 0))
@@ -667,6 +667,9 @@ class TraceDifference:
     location: str        # its source line (the user's or the library's), '' if unknown
     x64: str             # the equation as the x64 trace has it (one line)
     x32: str             # the x32 trace's counterpart
+    # A library's own primitive whose lowering (narrowed) is not x32's: its equations may
+    # look alike, what it lowers to does not.
+    lowering: bool = False
 
 
 # Primitives whose lowering rule itself branches on the operand dtype (jax/_src/lax/special.py
@@ -690,7 +693,70 @@ def lowered_by_dtype_here() -> frozenset:
     return LOWERED_BY_DTYPE | ({"lgamma"} if "chlo.lgamma" not in text else frozenset())
 
 
-def first_trace_difference(closed64, closed32, narrow_dtype) -> "TraceDifference | None":
+def _jax_primitives() -> frozenset:
+    """ids of the Primitive objects JAX's own modules define (module attributes of jax.*),
+    among the modules imported so far."""
+    import sys
+
+    from jax._src import core
+
+    found = set()
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "jax" or name.startswith(("jax.", "jaxlib."))):
+            continue
+        for value in list(getattr(module, "__dict__", {}).values()):
+            if isinstance(value, core.Primitive):
+                found.add(id(value))
+    return frozenset(found)
+
+
+_primitive_owner_cache: dict = {}
+# (len(sys.modules) when JAX's modules were last scanned, the ids found): scanned again
+# only for an unknown primitive after more modules were imported.
+_jax_primitive_scan: list = [-1, frozenset()]
+
+
+def is_library_primitive(primitive) -> bool:
+    """True for a primitive no JAX module defines: a library's own (equinox's
+    filter_primitive family: lineax's linear_solve, optimistix's, diffrax's helpers).
+    Its lowering runs the library's Python when the program is lowered, under that trace's
+    x64 setting, so its equation says nothing of the program it lowers to (lineax's
+    BiCGStab tests `omega == 0` under x64 and `omega < 1e-16` otherwise, inside it).
+    JAX's own primitives lower from the equation alone. Decided once per primitive; a
+    JAX primitive this misses is compared by its lowering too (slower, never wrong)."""
+    import sys
+
+    known = _primitive_owner_cache.get(id(primitive))
+    if known is None or known[0] is not primitive:
+        scan = _jax_primitive_scan
+        if id(primitive) not in scan[1] and len(sys.modules) != scan[0]:
+            scan[:] = [len(sys.modules), _jax_primitives()]
+        known = _primitive_owner_cache[id(primitive)] = (primitive, id(primitive) not in scan[1])
+    return known[1]
+
+
+def lower_equation(eqn, x64: bool) -> str:
+    """MLIR text of one equation lowered on its own (its operands as arguments, its
+    literals as constants), with jax_enable_x64 set to `x64` while it lowers."""
+    import jax
+
+    from jax._src import config, core
+
+    variables = [v for v in eqn.invars if not isinstance(v, core.Literal)]
+
+    def equation(*values):
+        it = iter(values)
+        operands = [v.val if isinstance(v, core.Literal) else next(it) for v in eqn.invars]
+        out = eqn.primitive.bind(*operands, **eqn.params)
+        return tuple(out) if eqn.primitive.multiple_results else out
+
+    specs = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in variables]
+    with config.enable_x64(x64):
+        return jax.jit(equation).lower(*specs).as_text()
+
+
+def first_trace_difference(closed64, closed32, narrow_dtype,
+                           same_lowering: "Callable | None" = None) -> "TraceDifference | None":
     """None when the x64 jaxpr is the x32 jaxpr once every 64-bit dtype is narrowed
     (`narrow_dtype(dtype)` -> its 32-bit dtype or None) and values are compared at 32 bits:
     same equations in the same order, same operands, parameters (nested jaxprs compared
@@ -698,7 +764,10 @@ def first_trace_difference(closed64, closed32, narrow_dtype) -> "TraceDifference
     int64, float64 -> float32 of a float64 value, weak-type changes) are skipped on both
     sides: they are exactly what narrowing folds. Weak types and shardings are not
     compared; Python callables in parameters (custom_jvp's rules) are not compared. An
-    equation of LOWERED_BY_DTYPE with a 64-bit operand is a difference."""
+    equation of LOWERED_BY_DTYPE with a 64-bit operand is a difference. A library's own
+    primitive (`is_library_primitive`) is compared by what it lowers to:
+    `same_lowering(eqn64, eqn32)` (without it, such an equation is a difference)."""
+    import jax
     import numpy as np
 
     from jax._src import core, linear_util, source_info_util
@@ -736,13 +805,13 @@ def first_trace_difference(closed64, closed32, narrow_dtype) -> "TraceDifference
         text = str(eqn).strip().splitlines()
         return text[0][:200] if text else eqn.primitive.name
 
-    def differs(eqn64, eqn32):
+    def differs(eqn64, eqn32, lowering: bool = False):
         location = source_info_util.summarize(eqn64.source_info) if eqn64 is not None else ""
         if eqn64 is None and eqn32 is not None:
             location = source_info_util.summarize(eqn32.source_info)
         raise Differs(TraceDifference(eqn64.primitive.name if eqn64 is not None else "end of program",
                                       location, line(eqn64) if eqn64 is not None else "(nothing)",
-                                      line(eqn32) if eqn32 is not None else "(nothing)"))
+                                      line(eqn32) if eqn32 is not None else "(nothing)", lowering))
 
     def identity_convert(eqn) -> bool:
         if eqn.primitive is not convert_p:
@@ -765,6 +834,10 @@ def first_trace_difference(closed64, closed32, narrow_dtype) -> "TraceDifference
             return len(a) == len(b) and all(param_equal(x, y) for x, y in zip(a, b))
         if isinstance(a, core.AbstractValue) and isinstance(b, core.AbstractValue):
             return aval_key(a) == aval_key(b)
+        if isinstance(a, tree_def_type) and isinstance(b, tree_def_type):
+            return tree_def_equal(a, b)
+        if type(a) is type(b) and isinstance(a, jax.ShapeDtypeStruct):
+            return tuple(a.shape) == tuple(b.shape) and str(dtype32(a.dtype)) == str(dtype32(b.dtype))
         if isinstance(a, np.dtype) or isinstance(b, np.dtype):
             try:
                 return str(dtype32(np.dtype(a))) == str(dtype32(np.dtype(b)))
@@ -779,6 +852,23 @@ def first_trace_difference(closed64, closed32, narrow_dtype) -> "TraceDifference
             return bool(a == b)
         except Exception:  # noqa: BLE001
             return repr(a) == repr(b)
+
+    # A custom primitive's pytree structure (equinox's filter_primitive: `treedef`) holds
+    # static metadata such as ShapeDtypeStructs of its operands, float64 in one trace and
+    # float32 in the other: compared node by node, their data as parameters are
+    # (PyTreeDef.node_data/children: jax 0.4.31 to 0.12).
+    tree_def_type = jax.tree_util.PyTreeDef
+
+    def tree_def_equal(a, b) -> bool:
+        if a.num_nodes != b.num_nodes or a.num_leaves != b.num_leaves:
+            return False
+        data_a, data_b = a.node_data(), b.node_data()
+        if (data_a is None) != (data_b is None):
+            return False
+        if data_a is not None and (data_a[0] is not data_b[0] or not param_equal(data_a[1], data_b[1])):
+            return False
+        children_a, children_b = a.children(), b.children()
+        return len(children_a) == len(children_b) and all(map(tree_def_equal, children_a, children_b))
 
     def compare_jaxpr(j64, j32, consts64, consts32) -> None:
         env64, env32 = {}, {}
@@ -821,6 +911,12 @@ def first_trace_difference(closed64, closed32, narrow_dtype) -> "TraceDifference
                     or [aval_key(v.aval) for v in e64.outvars] != [aval_key(v.aval) for v in e32.outvars]
                     or e64.params.keys() != e32.params.keys()):
                 differs(e64, e32)
+            if is_library_primitive(e64.primitive):
+                if same_lowering is None or not same_lowering(e64, e32):
+                    differs(e64, e32, lowering=True)
+                for j, (a, b) in enumerate(zip(e64.outvars, e32.outvars)):
+                    env64[a], env32[b] = ("eqn", n, j), ("eqn", n, j)
+                continue
             for name in e64.params:
                 try:
                     same = param_equal(e64.params[name], e32.params[name])

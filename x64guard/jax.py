@@ -35,13 +35,14 @@ import jax
 import numpy as np
 from jax import lax
 
-from x64guard import _compat, _user_line
+from x64guard import _compat, _user_line, mlir
 from x64guard.api import NarrowResult, narrow
 from x64guard.errors import X64GuardError
 from x64guard.findings import Finding
 from x64guard.modes import Mode, resolve_mode, resolve_overflow
+from x64guard.passes.equality import canonical_text
 from x64guard.settings import current_mode
-from x64guard.passes.tables import DEFAULT_TARGET, NARROW_NUMPY_DTYPE
+from x64guard.passes.tables import CONSTANT_OPS, DEFAULT_TARGET, NARROW_NUMPY_DTYPE
 
 # The numpy side of the type map (the core's type table): what an input or output dtype becomes.
 NARROW_DTYPE: dict[np.dtype, np.dtype] = NARROW_NUMPY_DTYPE
@@ -382,10 +383,50 @@ def _trace_differs_message(difference, ran_x32: bool) -> str:
             "x64 one" if ran_x32 else
             "narrowing cannot reproduce x32 JAX's answer there. Call it under jax.jit with x64 off, or keep it in "
             "64 bits (mode='allow')")
+    if difference.lowering:
+        return (f"{user}: the library primitive {difference.primitive} (library line "
+                f"{difference.location or 'unknown'}) lowers to another program with x64 on than with x64 off: its "
+                "lowering runs library code, which can decide by jax_enable_x64 or the dtype, or emit a host "
+                f"callback traced for 64-bit values (equinox's error checks in lineax, optimistix, diffrax: "
+                f"throw=False or EQX_ON_ERROR=nan remove it); {what} [trace-differs]")
     return (f"{user}: the function traced with x64 on is another program than with x64 off (code that decides by "
             f"jax_enable_x64 or by the dtype while tracing), first at {difference.primitive} (library line "
             f"{difference.location or 'unknown'}): x64 trace `{difference.x64}`, x32 trace `{difference.x32}`; "
             f"{what} [trace-differs]")
+
+
+def _matched_constant_message(finding: Finding) -> str:
+    frame = _user_frame()
+    user = f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else "?"
+    return (f"{user}: a float64 constant at {finding.location} equals a finfo(float64) expression "
+            f"({finding.message.split(':')[0]}), but the function traced with x64 off holds its plain rounding "
+            "(a literal, not the expression): x64guard runs the x32 program (JAX's trace with x64 off: x32 JAX's "
+            "answer) instead of narrowing the x64 one [dtype-constant]")
+
+
+def _same_lowering(eqn64, eqn32) -> bool:
+    """A library primitive's equation of the x64 trace lowers, once narrowed, to the module
+    its x32 counterpart lowers to (`canonical_text`: printed without locations, identity
+    converts folded). Anything that fails to lower or to narrow is not the same."""
+    try:
+        text64 = _compat.lower_equation(eqn64, x64=True)
+        text32 = _compat.lower_equation(eqn32, x64=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            narrowed = narrow(text64, mode=Mode.WARN).module
+        reference, _ = mlir.load(text32)
+    except Exception:  # noqa: BLE001  (not provably the same: the caller runs x32's program)
+        return False
+    return canonical_text(narrowed) == canonical_text(reference)
+
+
+def _replay_at_user_line(recorded) -> None:
+    """Warnings recorded by catch_warnings, issued again where they were, through the
+    user's filters and their module's registry."""
+    frame = _user_frame()
+    registry = frame.f_globals.setdefault("__warningregistry__", {}) if frame is not None else None
+    for w in recorded:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, registry=registry)
 
 
 def _warn_at_user_line(message: str) -> None:
@@ -817,29 +858,36 @@ class NarrowedFunction:
         # code that decides by jax_enable_x64 or by the dtype while tracing): mode error
         # refuses; otherwise the x32 program itself runs (its answer is x32 JAX's by
         # construction), with one trace-differs warning in place of the narrowing summary.
-        x32 = self._cross_check(traced, in_tree, specs, static)
-        if x32 is not None and mode is not Mode.ERROR:
-            traced32, difference = x32
-            lowered = _compat.lower_traced_x32(traced32)
-            convention = _compat.calling_convention(lowered)
-            # 32-bit: nothing to narrow; a target profile (Neuron) still reports what it rejects.
-            result = narrow(convention.module, mode=Mode.ALLOW if self._target == DEFAULT_TARGET else mode,
-                            overflow=self._overflow, target=self._target)
-            message = _trace_differs_message(difference, ran_x32=True)
-            result.findings.append(Finding("trace-differs", "warning", difference.primitive,
-                                           difference.location or "?", message))
-            _warn_at_user_line(message)
-            traced = traced32
+        traced32, difference = self._cross_check(traced, in_tree, specs, static)
+        if difference is not None and mode is not Mode.ERROR:
+            fallback = Finding("trace-differs", "warning", difference.primitive, difference.location or "?",
+                               _trace_differs_message(difference, ran_x32=True))
+            traced, lowered, convention, result = self._x32_program(traced32, fallback, mode)
         else:
             lowered = _compat.lower_traced(traced, _callbacks_at_32_bits(traced.jaxpr))
             convention = _compat.calling_convention(lowered)
-            # JAX's own cached module: narrow works on a clone.
-            result = _narrow_at_user_line(convention.module, mode=mode, overflow=self._overflow, target=self._target)
-            if x32 is not None:  # mode error, and the narrowing itself passed
-                _, difference = x32
+            # JAX's own cached module: narrow works on a clone. Its summary warning is held
+            # back until it is known to be the program that runs.
+            with warnings.catch_warnings(record=True) as summary:
+                warnings.simplefilter("always")
+                result = _narrow_at_user_line(convention.module, mode=mode, overflow=self._overflow,
+                                              target=self._target)
+            matched = [f for f in result.findings if f.kind == "dtype-constant" and f.op in CONSTANT_OPS]
+            if difference is None and traced32 is not None and matched:
+                # The pass matched a constant's value to a finfo(float64) expression. The
+                # traces being equal, x32 JAX's trace holds its plain rounding: a literal
+                # that happens to equal the expression (TFP's owens_t coefficient
+                # -0.99999999999999977 = -(1 - eps)), or a constant a lowering rule made.
+                # x32's program is right in both cases.
+                fallback = dataclasses.replace(matched[0], severity="warning",
+                                               message=_matched_constant_message(matched[0]))
+                traced, lowered, convention, result = self._x32_program(traced32, fallback, mode)
+            elif difference is not None:  # mode error, and the narrowing itself passed
                 message = _trace_differs_message(difference, ran_x32=False)
                 finding = Finding("trace-differs", "error", difference.primitive, difference.location or "?", message)
                 raise X64GuardError(f"x64guard.jit: {message}", [finding])
+            else:
+                _replay_at_user_line(summary)
         trace_dtypes = tuple(s.dtype for s in specs)
         trace_out_dtypes = tuple(a.dtype for a in convention.out_avals)
         name = getattr(self._fun, "__name__", "fun")
@@ -857,11 +905,24 @@ class NarrowedFunction:
             keepalive=convention.keepalive, lowered=lowered,
             in_avals=tuple(_narrow_aval(a) for a in traced.jaxpr.in_avals))
 
+    def _x32_program(self, traced32, fallback: Finding, mode: Mode):
+        """The x32 trace lowered and run in place of the narrowed x64 one (its answer is x32
+        JAX's by construction), `fallback` saying why, warned once at the user's line:
+        (traced, lowered, calling convention, NarrowResult)."""
+        lowered = _compat.lower_traced_x32(traced32)
+        convention = _compat.calling_convention(lowered)
+        # 32-bit: nothing to narrow; a target profile (Neuron) still reports what it rejects.
+        result = narrow(convention.module, mode=Mode.ALLOW if self._target == DEFAULT_TARGET else mode,
+                        overflow=self._overflow, target=self._target)
+        result.findings.append(fallback)
+        _warn_at_user_line(fallback.message)
+        return traced32, lowered, convention, result
+
     def _cross_check(self, traced, in_tree, specs, static):
-        """The function traced with x64 off too, on the inputs' 32-bit types: None when
-        the x64 trace is that program once narrowed, else (the x32 Traced, the first
-        TraceDifference). A function x32 JAX cannot trace is not compared (None: its
-        narrowing is checked as before)."""
+        """The function traced with x64 off too, on the inputs' 32-bit types: (the x32
+        Traced, None) when the x64 trace is that program once narrowed, else (the x32
+        Traced, the first TraceDifference). A function x32 JAX cannot trace is not
+        compared ((None, None): its narrowing is checked as before)."""
         narrow_specs = [_narrowed_spec(s) for s in specs]
         spec_args, spec_kwargs = in_tree.unflatten(narrow_specs)
         args, kwargs = self._statics.merge(spec_args, spec_kwargs, static)
@@ -873,9 +934,9 @@ class NarrowedFunction:
                 warnings.simplefilter("ignore", UserWarning)
                 traced32 = _compat.trace_x32(self._jit64, tuple(args), kwargs)
         except Exception:  # noqa: BLE001  (x32 JAX raises here too: nothing to compare with)
-            return None
-        difference = _compat.first_trace_difference(traced.jaxpr, traced32.jaxpr, _narrow_dtype)
-        return None if difference is None else (traced32, difference)
+            return None, None
+        return traced32, _compat.first_trace_difference(traced.jaxpr, traced32.jaxpr, _narrow_dtype,
+                                                         _same_lowering)
 
     def _flat_fun(self, in_tree, static) -> Callable:
         def flat_fun(*flat):

@@ -102,3 +102,82 @@ def test_lowered_findings_carry_the_difference():
         lowered = x64guard.jit(_x64_flag).lower(np.ones(2))
     assert [f.kind for f in lowered.findings] == ["trace-differs"]
     assert np.asarray(lowered.compile()(np.ones(2))).tolist() == [3.0, 3.0]
+
+
+# ---- library primitives: their lowering, not their equation, is the program ---------------
+# lineax's linear_solve is an equinox filter_primitive: its solver runs when the primitive is
+# lowered, under that trace's x64 setting. BiCGStab tests `omega == 0` under x64 and
+# `omega < 1e-16` otherwise; LU's default error check (throw=True) is a host callback traced
+# for 64-bit values. Equal equations, other programs: the cross-check compares what each
+# equation lowers to (narrowed) with x32's lowering.
+
+def _lineax_system(n=6):
+    rng = np.random.default_rng(0)
+    a = (rng.standard_normal((n, n)) + n * np.eye(n)).astype(np.float32)
+    return a, rng.standard_normal(n).astype(np.float32)
+
+
+def _bicgstab(a, b):
+    import lineax as lx
+
+    solution = lx.linear_solve(lx.MatrixLinearOperator(a), b, lx.BiCGStab(rtol=1e-5, atol=1e-5), throw=False)
+    return solution.value, solution.stats["num_steps"]
+
+
+def _lu(a, b, throw=True):
+    import lineax as lx
+
+    return lx.linear_solve(lx.MatrixLinearOperator(a), b, lx.LU(), throw=throw).value
+
+
+@pytest.mark.parametrize("f,width", [(_bicgstab, np.float32), (_bicgstab, np.float64), (_lu, np.float64)],
+                         ids=["bicgstab-float32", "bicgstab-float64", "lu-error-check-float64"])
+def test_library_primitive_lowering_by_x64_runs_x32_program(f, width):
+    # (LU's error check with float32 inputs lowers alike: its callback sees 32-bit values.)
+    a, b = _lineax_system()
+    want = _x32(f, a, b)
+    with oracle.x64(True), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = x64guard.jit(f)(a.astype(width), b.astype(width))
+    assert _same(got, want), (got, want)
+    messages = [str(w.message) for w in caught if isinstance(w.message, x64guard.X64GuardWarning)]
+    assert len(messages) == 1, messages
+    assert "library primitive linear_solve" in messages[0] and "test_trace_check.py" in messages[0]
+    assert "EQX_ON_ERROR=nan" in messages[0], messages[0]
+
+
+def test_library_primitive_that_lowers_alike_is_narrowed():
+    # throw=False: no callback, and LU does not decide by x64: the x64 program is narrowed.
+    a, b = _lineax_system()
+    f = lambda a, b: _lu(a, b, throw=False)  # noqa: E731
+    want = _x32(f, a, b)
+    with oracle.x64(True), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lowered = x64guard.jit(f).lower(a.astype(np.float64), b.astype(np.float64))
+        got = x64guard.jit(f)(a.astype(np.float64), b.astype(np.float64))
+    assert _same(got, want)
+    assert not [x for x in lowered.findings if x.kind == "trace-differs"]
+    assert lowered.changes  # narrowed, not x32's program
+
+
+# ---- a literal that equals a finfo(float64) expression --------------------------------------
+# TFP's owens_t has a Chebyshev coefficient that rounds, in float64, to exactly
+# -(1 - finfo(float64).eps). The pass's value table reads it as that expression and would
+# give float32's -(1 - eps); x32 JAX holds the literal's rounding, -1.0. The traces are equal,
+# so x32's trace proves it a literal: x32's program runs.
+
+_LITERAL = np.array([-0.99999999999999977])  # == -(1 - finfo(float64).eps)
+
+
+@pytest.mark.parametrize("width", [np.float32, np.float64])
+def test_literal_equal_to_finfo_expression_gives_x32_bits(width):
+    assert _LITERAL[0] == -(1 - np.finfo(np.float64).eps)
+    f = lambda x: x * _LITERAL[0]  # noqa: E731
+    x = np.array([3.0, 3.0, 0.5], np.float32)
+    want = _x32(f, x)
+    with oracle.x64(True), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = x64guard.jit(f)(x.astype(width))
+    assert _same(got, want), (got, want)
+    messages = [str(w.message) for w in caught if isinstance(w.message, x64guard.X64GuardWarning)]
+    assert len(messages) == 1 and "[dtype-constant]" in messages[0] and "plain rounding" in messages[0], messages

@@ -97,17 +97,24 @@ def test_int64_reaches_trn1_as_an_error_and_trn2_int64_natively():
 
 
 @pytest.mark.slow
+@pytest.mark.torch
+def test_narrow_rewrites_torch_xla_int64_pow_exactly():
+    # torch-xla's int64 pow: narrowed to an int32 power, EVRF062 gone.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        powered = x64guard.narrow(trigger("NCC_EVRF062"), target="neuron-trn2-int64")
+    assert neuron(powered.findings) == [] and "stablehlo.power" in powered.text and "i64" not in powered.text
+
+
+@pytest.mark.slow
 def test_narrow_rewrites_exactly_and_reports_what_remains():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        # torch-xla's int64 pow: narrowed to an int32 power, EVRF062 gone.
-        powered = x64guard.narrow(trigger("NCC_EVRF062"), target="neuron-trn2-int64")
         # a ui64 constant that fits 32 bits: ui32, nothing left.
         small = x64guard.narrow(clean("NCC_ESFH002"), target="neuron-trn2-int64")
         # an int64 dot stays an integer dot (int32), reported, never a float dot.
         dot = x64guard.narrow(lower(lambda a, b: a @ b, np.ones((2, 2), np.int64), np.ones((2, 2), np.int64),
                                     wide=True), target="neuron-trn2-int64")
-    assert neuron(powered.findings) == [] and "stablehlo.power" in powered.text and "i64" not in powered.text
     assert neuron(small.findings) == [] and "ui64" not in small.text
     assert [f.kind for f in neuron(dot.findings)] == ["NCC_EVRF035"]
     assert "xi32>" in dot.text and "dot_general" in dot.text and "f32" not in dot.text
