@@ -116,6 +116,17 @@ def owens_t():
     return tfm.owens_t, (h, a)
 
 
+@registry.program("tfp_owens_t_chebyshev_region",
+                  "tfp.math.owens_t at (h, a) points its method T3 (a 31-term Chebyshev series with float64 "
+                  "coefficients near +-1) evaluates", slow=True)
+def owens_t_chebyshev():
+    tfm = _tfp().math
+
+    h = jnp.asarray([3.85, 5.8, 6.1, 6.95, 7.0], jnp.float32)
+    a = jnp.asarray([0.71, 0.71, 0.58, 0.73, 0.59], jnp.float32)
+    return tfm.owens_t, (h, a)
+
+
 @registry.program("tfp_math_special_misc",
                   "tfp.math log1mexp, softplus_inverse, log_add_exp, bessel_ive, bessel_kve, lbeta, "
                   "log_gamma_difference, erfcx, logerfc, dawsn, log_cosh, igammainv", slow=True)
