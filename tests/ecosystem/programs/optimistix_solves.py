@@ -114,7 +114,8 @@ def gauss_newton():
 
 
 @registry.program("optx_implicit_grad_root",
-                  "jax.grad through optx.root_find (Newton) w.r.t. the equation's parameters (ImplicitAdjoint)")
+                  "jax.grad through optx.root_find (Newton) w.r.t. the equation's parameters (ImplicitAdjoint)",
+                  slow=True)
 def implicit_grad_root():
     import optimistix as optx
 
