@@ -19,13 +19,16 @@ from tests.ecosystem.programs import MODULES, all_programs
 pytestmark = pytest.mark.ecosystem
 
 LIBRARIES = {"flax.linen", "flax.nnx", "optax", "equinox", "diffrax", "numpyro", "blackjax", "jax"}
+# The second suite (issue 22 item 5; docs/ecosystem.md).
+LIBRARIES_2 = {"lineax", "optimistix", "quadax", "tfp", "haiku"}
 
 
 def test_at_least_fifty_programs_over_every_library():
     programs = all_programs()
     assert len(programs) >= 50
     assert len({p.name for p in programs}) == len(programs)
-    assert {p.library for p in programs} == LIBRARIES
+    assert {p.library for p in programs} == LIBRARIES | LIBRARIES_2
+    assert len([p for p in programs if p.library in LIBRARIES_2]) >= 30
     for p in programs:
         assert re.fullmatch(r"[a-z0-9_]+", p.name), p.name
         assert p.what and callable(p.build)

@@ -8,7 +8,9 @@ from tests.ecosystem.programs.base import Program, Refusal
 
 # Modules holding `PROGRAMS`, in table order.
 MODULES = ("flax_linen", "flax_nnx", "optax_steps", "equinox_models", "diffrax_solves", "numpyro_inference",
-           "blackjax_sampling", "jax_numerics", "jax_callbacks")
+           "blackjax_sampling", "jax_numerics", "jax_callbacks",
+           # The second real-library suite (docs/ecosystem.md).
+           "lineax_solves", "optimistix_solves", "quadax_quadrature", "tfp_jax", "haiku_models")
 
 
 def all_programs() -> list[Program]:
