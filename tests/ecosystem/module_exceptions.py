@@ -41,4 +41,16 @@ MODULE_EXCEPTIONS: dict[str, KnownDifference] = {
     "blackjax_window_adaptation": KnownDifference(None, _UNANALYSED),
     "numpyro_log_density_hierarchical": KnownDifference(None, _UNANALYSED),
     "jsp_special_betainc_misc": KnownDifference(None, _UNANALYSED),
+    # The second suite (measured 2026-12-01, after x64guard.jit compares library primitives
+    # by their lowering): bit-identical, module-unequal in the same two ways.
+    "lineax_tridiagonal": KnownDifference(None, _CONVERTS),
+    "haiku_lstm_dynamic_unroll": KnownDifference(None, _CONVERTS),
+    "optx_bfgs_rosenbrock": KnownDifference(None, _CONVERTS),
+    "optx_gauss_newton_fit": KnownDifference(None, _CONVERTS),
+    "optx_implicit_grad_minimise": KnownDifference(None, _CONVERTS),
+    "optx_newton_root": KnownDifference(None, _CALLBACKS),
+    "optx_chord_root": KnownDifference(None, _CALLBACKS),
+    "optx_bisection_root": KnownDifference(None, _CALLBACKS),
+    "optx_implicit_grad_root": KnownDifference(None, _CALLBACKS),
+    "optx_fixed_point_iteration": KnownDifference(None, _CALLBACKS),
 }
