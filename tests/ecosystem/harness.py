@@ -381,6 +381,23 @@ def module_equality(fn, args) -> tuple[str, str]:
     return f"differs; findings: {', '.join(kinds) or 'none'}", comparison.describe(16)
 
 
+def _float64_inputs(args):
+    """`args` with float32 and complex64 array leaves as float64 / complex128 numpy arrays."""
+    import jax
+
+    wide = {np.dtype(np.float32): np.float64, np.dtype(np.complex64): np.complex128}
+
+    def widen(leaf):
+        dtype = getattr(leaf, "dtype", None)
+        try:
+            target = wide.get(np.dtype(dtype)) if dtype is not None else None
+        except TypeError:  # typed PRNG keys
+            target = None
+        return np.asarray(leaf).astype(target) if target is not None else leaf
+
+    return jax.tree_util.tree_map(widen, args)
+
+
 def run_program(program) -> Record:
     """The record of one program (never raises for the program's own failures)."""
     import jax
@@ -418,14 +435,17 @@ def run_program(program) -> Record:
             record.detail, record.cause = f"reference (jax.jit, x64 off) failed: {reference_error}", "other"
             return finish()
 
-    # 3. the candidate: x64guard.jit with x64 on for this thread
+    # 3. the candidate: x64guard.jit with x64 on for this thread (on the same inputs, or
+    # with X64GUARD_ECOSYSTEM_INPUTS=float64 their float32/complex64 leaves as float64 /
+    # complex128 numpy data, as code written for x64 hands them over)
     jax.clear_caches()
     candidate = None
+    candidate_args = _float64_inputs(args) if os.environ.get("X64GUARD_ECOSYSTEM_INPUTS") == "float64" else args
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", x64guard.X64GuardWarning)
         try:
             with x64(True):
-                candidate = jax.block_until_ready(x64guard.jit(fn)(*args))
+                candidate = jax.block_until_ready(x64guard.jit(fn)(*candidate_args))
         except x64guard.X64GuardError as exc:
             record.outcome = "refused"
             errors = [f for f in exc.findings if str(f.severity) == "error"] or list(exc.findings)

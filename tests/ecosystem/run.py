@@ -1,7 +1,7 @@
 """The real-ecosystem table without pytest.
 
     PYTHONPATH=$PWD .venv/bin/python -m tests.ecosystem.run --table [-k SUBSTR] [--library NAME]
-        [--no-slow] [--workers N] [--json PATH]
+        [--no-slow] [--workers N] [--json PATH] [--inputs float64]
     PYTHONPATH=$PWD .venv/bin/python -m tests.ecosystem.run --list
     PYTHONPATH=$PWD .venv/bin/python -m tests.ecosystem.run --in-process NAME   (one program, no child)
 
@@ -12,6 +12,7 @@ the totals; exits 1 if any program is neither identical nor justifiably refused.
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import sys
 import time
@@ -73,7 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=None, help="child processes at a time (default 2)")
     parser.add_argument("--json", metavar="PATH", help="also write the records as JSON")
     parser.add_argument("--full-detail", action="store_true", help="do not shorten the detail column")
+    parser.add_argument("--inputs", choices=("program", "float64"), default="program",
+                        help="hand x64guard.jit the program's inputs, or their float32 leaves as float64 numpy "
+                             "data (the reference always runs x32 JAX on the program's own)")
     ns = parser.parse_args(argv)
+    if ns.inputs == "float64":  # read by each child's harness (tests/ecosystem/harness.py)
+        os.environ["X64GUARD_ECOSYSTEM_INPUTS"] = "float64"
 
     programs = select(all_programs(), ns.k, ns.library, slow=not ns.no_slow)
     if ns.list:

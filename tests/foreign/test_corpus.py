@@ -22,6 +22,7 @@ import pytest
 import x64guard
 from tests.conftest import wide_types
 from tests import module_equality
+from tests.corpus import lowering_probes
 from tests.corpus.oracle import bit_identical, describe_mismatch, lower_x32, run_oracle, run_text, to32
 from tests.foreign import corpus
 from tests.foreign.justifications import justified
@@ -141,7 +142,14 @@ def test_narrowed_lowered_modules_compute_what_x32_jax_computes(foreign_corpus, 
         args32 = [to32(a) for a in module.args]
         got = run_text(result.text, args32)
         want = run_oracle(module.op.fn, args32)
+        # Where the running JAX lowers the op by dtype (jax 0.12's float64 lgamma is
+        # chlo.lgamma, its float32 one JAX's expansion: tests/corpus/lowering_probes.py), the
+        # narrowed module is another program than x32's: correct to float32, as the corpus
+        # checks it, not x32's bits.
+        by_dtype = module.op.name in lowering_probes.PROBES and lowering_probes.PROBES[module.op.name]()
         for g, w in zip(got, want):
+            if by_dtype and np.allclose(g, w, rtol=1e-5, atol=1e-6, equal_nan=True):
+                continue
             if not bit_identical(g, w):
                 problems.append(f"{module.name}: {describe_mismatch(g, w)}")
     assert not problems, "\n".join(problems)

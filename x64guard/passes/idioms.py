@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 from jax.extend.mlir import ir
 
 from x64guard.passes.driver import OpContext, PassRun, RewritePattern, WalkedOps, collect
-from x64guard.passes.matching import producer, splat, splat_value, users
+from x64guard.passes.matching import splat, splat_chain, splat_value, users
 from x64guard.passes.rewriter import Rewriter
 
 # Ops an idiom rule may leave without uses and that the phase may then erase: side-effect
@@ -39,6 +39,7 @@ _PURE_OPS = frozenset({
     "stablehlo.constant", "stablehlo.broadcast_in_dim", "stablehlo.convert", "stablehlo.bitcast_convert",
     "stablehlo.shift_left", "stablehlo.shift_right_logical", "stablehlo.or", "stablehlo.xor",
     "stablehlo.and", "stablehlo.slice", "stablehlo.concatenate", "stablehlo.reshape", "stablehlo.iota",
+    "stablehlo.dynamic_broadcast_in_dim",
     "stablehlo.multiply", "stablehlo.add", "stablehlo.remainder", "stablehlo.select", "stablehlo.compare",
 })
 
@@ -57,26 +58,22 @@ class IdiomPattern(RewritePattern):
     def replace_constants(ctx: OpContext, uses: Sequence[tuple[ir.Operation, ir.Value]], element: str,
                           number_for: Callable[[object], object]) -> None:
         """Give each (user op, splat constant operand) of `uses` the constant
-        `number_for(old number)`: one new constant for all uses of a value when the idiom is
-        all that uses it (as x32 JAX traces it), else a constant of its own per user."""
+        `number_for(old number)`, built as the old one was (the scalar constant and the ops
+        that broadcast it, static or dynamic, cloned around the new number): one for all
+        uses of a value when the idiom is all that uses it (as x32 JAX traces it), else one
+        per user."""
         by_value: dict[ir.Value, list[ir.Operation]] = {}
         for user, value in dict.fromkeys(uses):
             by_value.setdefault(value, []).append(user)
         for value, idiom_users in by_value.items():
+            chain = splat_chain(value)
             number = number_for(splat_value(value))
-            definition = producer(value)
-            whole = definition is not None and set(users(value)) <= set(idiom_users)
-            with ctx.rewriter.insert_before(definition if whole else idiom_users[0]):
-                new = splat(value.type, element, number)
-            if whole:
-                ctx.rewriter.replace_all_uses(value, new)
-                ctx.idioms.maybe_dead.append(definition)  # then what it broadcast, if now unused
-                ctx.idioms.maybe_dead.extend(op for op in map(producer, definition.operands) if op is not None)
+            if set(users(value)) <= set(idiom_users):
+                ctx.rewriter.replace_all_uses(value, _rebuilt(ctx, chain, element, number))
+                ctx.idioms.maybe_dead.extend(chain)
             else:
                 for user in idiom_users:
-                    with ctx.rewriter.insert_before(user):
-                        own = splat(value.type, element, number)
-                    ctx.rewriter.replace_uses_in(user, value, own)
+                    ctx.rewriter.replace_uses_in(user, value, _rebuilt(ctx, chain, element, number))
 
     @staticmethod
     def replace_root(ctx: OpContext, op: ir.Operation, value: ir.Value) -> None:
@@ -158,6 +155,19 @@ class IdiomPhase:
                 found.append((op, walked.functions[index], index + 1))
                 independent = independent or any(not p.follows_earlier_rules for p in wanted)
         return found, independent
+
+
+def _rebuilt(ctx: OpContext, chain: list[ir.Operation], element: str, number) -> ir.Value:
+    """`chain` (a constant, then the ops that broadcast or reshape it) built again around
+    `number`, just before the chain's last op (so every shape operand it reads dominates)."""
+    root, carriers = chain[0], chain[1:]
+    with ctx.rewriter.insert_before(chain[-1]):
+        new = splat(root.results[0].type, element, number)
+        for op in carriers:
+            attributes = {name: op.attributes[name] for name in op.attributes}
+            new = ctx.rewriter.create_op(op.name, [op.results[0].type], [new, *list(op.operands)[1:]],
+                                         attributes).results[0]
+    return new
 
 
 def _functions(module: ir.Module) -> dict[str, ir.Operation]:

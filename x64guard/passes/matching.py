@@ -12,8 +12,10 @@ import numpy as np
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo
 
-# Ops that only move or repeat a scalar constant into a shape.
-_SPLAT_CARRIERS = ("stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.convert")
+# Ops that only move or repeat a scalar constant into a shape (their first operand; a
+# dynamic broadcast's second is the shape it broadcasts to).
+_SPLAT_CARRIERS = ("stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.dynamic_broadcast_in_dim",
+                   "stablehlo.convert")
 
 
 def producer(value: ir.Value, name: str | None = None) -> ir.Operation | None:
@@ -45,7 +47,7 @@ def users(value: ir.Value) -> list[ir.Operation]:
     return [use.owner.operation if hasattr(use.owner, "operation") else use.owner for use in value.uses]
 
 
-def splat_value(value: ir.Value, carriers: Iterable[str] = _SPLAT_CARRIERS[:2]):
+def splat_value(value: ir.Value, carriers: Iterable[str] = _SPLAT_CARRIERS[:3]):
     """The number every element of `value` holds, if it is a splat constant (possibly
     broadcast or reshaped); else None. Integers come back as Python ints as the element
     type reads them (unsigned types unsigned), floats as floats."""
@@ -72,6 +74,23 @@ def splat_value(value: ir.Value, carriers: Iterable[str] = _SPLAT_CARRIERS[:2]):
                 number += 1 << element.width
             return number
         return scalar.value
+    return None
+
+
+def splat_chain(value: ir.Value) -> list[ir.Operation] | None:
+    """[the splat constant, the ops carrying it to `value`...] when `value` is a splat that
+    `splat_value` reads (without converts), else None."""
+    chain: list[ir.Operation] = []
+    for _ in range(4):
+        op = producer(value)
+        if op is None:
+            return None
+        chain.append(op)
+        if op.name == "stablehlo.constant":
+            return chain[::-1]
+        if op.name not in _SPLAT_CARRIERS[:3]:
+            return None
+        value = op.operands[0]
     return None
 
 
