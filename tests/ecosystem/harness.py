@@ -7,7 +7,9 @@ For a program p (tests/ecosystem/programs):
 3. the candidate: `x64guard.jit(fn)(*args)` with x64 on for this thread only
    (`jax.enable_x64(True)`, restored on exit: the global flag never changes);
 4. every output leaf compared bit for bit, dtypes and shapes included (tests/corpus/oracle.py's
-   `bit_identical`); typed PRNG keys are compared by their key data and their impl.
+   `bit_identical`); typed PRNG keys are compared by their key data and their impl; and the
+   same x64guard.jit function's `.lower(*args).compile()(*args)` must give the direct call's
+   bits (one program, inputs converted before it).
 
 Outcomes: `identical`; `refused` (X64GuardError: acceptable only when the program carries a
 `Refusal` naming one of the refusal's finding kinds and x32 JAX indeed does not give the
@@ -398,6 +400,18 @@ def _float64_inputs(args):
     return jax.tree_util.tree_map(widen, args)
 
 
+def _direct_call_differs(jitted, args, direct) -> str:
+    """'' when `jitted.lower(*args).compile()(*args)` gives the direct call's bits (one
+    program, inputs converted before it: issue 22 item 1), else what differs."""
+    import jax
+
+    with x64(True), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = jax.block_until_ready(jitted.lower(*args).compile()(*args))
+    difference = compare(again, direct)
+    return f"the direct call differs from .lower().compile(): {difference}" if difference else ""
+
+
 def run_program(program) -> Record:
     """The record of one program (never raises for the program's own failures)."""
     import jax
@@ -445,7 +459,8 @@ def run_program(program) -> Record:
         warnings.simplefilter("always", x64guard.X64GuardWarning)
         try:
             with x64(True):
-                candidate = jax.block_until_ready(x64guard.jit(fn)(*candidate_args))
+                jitted = x64guard.jit(fn)
+                candidate = jax.block_until_ready(jitted(*candidate_args))
         except x64guard.X64GuardError as exc:
             record.outcome = "refused"
             errors = [f for f in exc.findings if str(f.severity) == "error"] or list(exc.findings)
@@ -465,7 +480,7 @@ def run_program(program) -> Record:
             record.outcome, record.cause = "error", "other"
             record.detail = f"narrowed, but the reference (jax.jit, x64 off) failed: {reference_error}"
             return finish()
-        difference = compare(candidate, reference)
+        difference = compare(candidate, reference) or _direct_call_differs(jitted, candidate_args, candidate)
         record.outcome = "wrong" if difference else "identical"
         record.detail = difference
         record.ok = not difference
