@@ -29,6 +29,12 @@ def in_sample(name: str) -> bool:
     return zlib.crc32(name.encode()) % SAMPLE_EVERY == 0
 
 
+def in_ecosystem_sample(name: str) -> bool:
+    """About one ecosystem program in two (by the same hash): the matrix's ci tier runs
+    these of the programs not marked slow; `make test` runs every program."""
+    return zlib.crc32(name.encode()) % 2 == 0
+
+
 def corpus_params(cases: list[Case]) -> list:
     """The corpus as pytest parameters: `slow` and `sampled_out` marks, the case's name as id."""
     def marks(case: Case) -> list:

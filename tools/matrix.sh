@@ -16,8 +16,9 @@
 #   ci    what CI runs on the rows `make test` does not already cover, within its time
 #         (`make test-fast`'s selection over the JAX-side suites): no test marked `slow`, and
 #         of each large family only its sample (`sampled_out` deselected: 7 of 8 narrowing
-#         cases of the corpus, x32 programs, CLI formats); every refusal case, the random
-#         kernel proofs and their perturbations, the fast ecosystem programs, the docs.
+#         cases of the corpus, x32 programs, CLI formats, half the ecosystem programs:
+#         tests/sample.py); every refusal case, the random kernel proofs and their
+#         perturbations, the docs.
 # Each row's tests run in JOBS (default 2) pytest-xdist workers. Rows run one after another;
 # a failing row does not stop the others; the exit status
 # is non-zero if any row failed.

@@ -18,6 +18,7 @@ from tests import module_equality
 from tests.ecosystem.module_exceptions import MODULE_EXCEPTIONS
 from tests.ecosystem.programs import all_programs
 from tests.ecosystem.runner import run_programs
+from tests.sample import SAMPLED_OUT, in_ecosystem_sample
 
 pytestmark = pytest.mark.ecosystem
 
@@ -34,7 +35,8 @@ def records(request) -> dict:
     return {r.name: r for r in run_programs(selected)}
 
 
-@pytest.mark.parametrize("program", [pytest.param(p, id=p.name, marks=[pytest.mark.slow] if p.slow else [])
+@pytest.mark.parametrize("program", [pytest.param(p, id=p.name, marks=([pytest.mark.slow] if p.slow else [])
+                                                  + ([] if in_ecosystem_sample(p.name) else [SAMPLED_OUT]))
                                      for p in PROGRAMS])
 def test_program(program, records):
     record = records[program.name]
