@@ -376,9 +376,14 @@ def _user_frame():
     return _user_line.user_frame(_compat.excluded_source_dirs())
 
 
-def _trace_differs_message(difference, ran_x32: bool) -> str:
+def _user_place() -> str:
+    """'file:line' of the user's calling line, '?' when there is none."""
     frame = _user_frame()
-    user = f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else "?"
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else "?"
+
+
+def _trace_differs_message(difference, ran_x32: bool) -> str:
+    user = _user_place()
     what = ("x64guard runs the x32 program (JAX's trace with x64 off: x32 JAX's answer) instead of narrowing the "
             "x64 one" if ran_x32 else
             "narrowing cannot reproduce x32 JAX's answer there. Call it under jax.jit with x64 off, or keep it in "
@@ -396,8 +401,7 @@ def _trace_differs_message(difference, ran_x32: bool) -> str:
 
 
 def _matched_constant_message(finding: Finding) -> str:
-    frame = _user_frame()
-    user = f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else "?"
+    user = _user_place()
     return (f"{user}: a float64 constant at {finding.location} equals a finfo(float64) expression "
             f"({finding.message.split(':')[0]}), but the function traced with x64 off holds its plain rounding "
             "(a literal, not the expression): x64guard runs the x32 program (JAX's trace with x64 off: x32 JAX's "
