@@ -24,8 +24,12 @@ loop (bench/workload.py), measured twice in the same run: with JAX's source loca
 findings are grouped per op and function). Both have the same targets. Timings are best of N after one warm-up, time.perf_counter.
 Figures also go to bench-out/results.json.
 
-Options: --runs N (default 5), --steps S (module size), --only import|core|jit|torch|torch_xla|large (one part),
---profile (cProfile of core (b) and of x64guard.jit's steady-state calls).
+The accelerator section (bench/gpu.py) measures x64 / x64guard / x32 on a GPU when
+`jax.devices()` holds one, and says so when not.
+
+Options: --runs N (default 5), --steps S (module size), --only import|core|jit|gpu|torch|torch_xla|large (one part),
+--profile (cProfile of core (b) and of x64guard.jit's steady-state calls), --gpu-platform P and
+--gpu-scale S (the accelerator section on another platform, e.g. cpu, at a fraction of its sizes).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import imports as import_bench  # noqa: E402  (bench/imports.py)
+import gpu as gpu_bench  # noqa: E402  (bench/gpu.py)
 import jit as jit_bench  # noqa: E402  (bench/jit.py)
 import large as large_bench  # noqa: E402  (bench/large.py)
 from timing import best_of  # noqa: E402  (bench/timing.py)
@@ -317,9 +322,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="timed runs per figure (best is kept)")
     parser.add_argument("--steps", type=int, default=workload.DEFAULT_STEPS, help="unrolled loop steps")
-    parser.add_argument("--only", choices=("import", "core", "jit", "torch", "torch_xla", "large"),
-                        help="run one part: import time, the core pass, x64guard.jit, x64guard.torch, the torch-xla backend "
-                             "or large modules")
+    parser.add_argument("--only", choices=("import", "core", "jit", "gpu", "torch", "torch_xla", "large"),
+                        help="run one part: import time, the core pass, x64guard.jit, x64guard.jit on a GPU, "
+                             "x64guard.torch, the torch-xla backend or large modules")
+    parser.add_argument("--gpu-platform", help="run the GPU section on this JAX platform instead (e.g. cpu)")
+    parser.add_argument("--gpu-scale", type=float, default=1.0, help="the GPU section's sizes, times this")
     parser.add_argument("--profile", action="store_true",
                         help="cProfile narrow(ir.Module) and x64guard.jit steady-state calls, top 15 by tottime")
     parser.add_argument("--json", type=Path, default=ROOT / "bench-out" / "results.json")
@@ -327,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = max(1, args.runs)
     warnings.simplefilter("ignore", x64guard.X64GuardWarning)
     t_bench = time.perf_counter()
-    halves = (args.only,) if args.only else ("import", "core", "jit", "torch", "torch_xla", "large")
+    halves = (args.only,) if args.only else ("import", "core", "jit", "gpu", "torch", "torch_xla", "large")
 
     env = {"python": platform.python_version(), "jax": version("jax"), "jaxlib": version("jaxlib"),
            "iree-base-compiler": version("iree-base-compiler"), "x64guard": x64guard.__version__,
@@ -348,6 +355,9 @@ def main(argv: list[str] | None = None) -> int:
     if "jit" in halves:
         results["jit"] = jit_bench.run(runs, profile=args.profile)
         summary += jit_bench.summary(results["jit"])
+    if "gpu" in halves:
+        results["gpu"] = gpu_bench.run(scale=args.gpu_scale, platform=args.gpu_platform)
+        summary += gpu_bench.summary(results["gpu"])
     if "torch" in halves:
         try:
             import torch_int as torch_bench  # bench/torch_int.py (needs torch)
