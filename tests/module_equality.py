@@ -41,6 +41,9 @@ EXPLAINED_BY = {
     "shift-by-width": "an arithmetic shift by 63 (the sign fill) where x32 JAX's shifts by 31",
     "custom-call-renamed": "a LAPACK kernel renamed to its float32 twin (x32 JAX may call another)",
     "composite-restored": "a CHLO op restored from its composite",
+    "identity-convert": "converts to the type their operand has (weak typing the module does not record, host "
+                        "callback operands), which compute nothing; checked: the modules are equal once they are "
+                        "folded (Comparison.identity_converts_only)",
 }
 
 
@@ -84,6 +87,9 @@ class Comparison:
     equal: bool
     reference_rewritten: bool = False  # x32's own module held 64-bit counters, rewritten alike
     diff: list[str] = field(default_factory=list)
+    # Not equal, but equal once converts to the type their operand has (which compute
+    # nothing) are folded on both sides: a difference the finding `identity-convert` names.
+    identity_converts_only: bool = False
 
     def describe(self, limit: int = 12) -> str:
         return "\n".join(self.diff[:limit]) + (f"\n... ({len(self.diff) - limit} more)" if len(self.diff) > limit
@@ -117,7 +123,17 @@ def compare(narrowed, x32_text: str) -> Comparison:
     diff = [line for line in difflib.unified_diff(want.splitlines(), got.splitlines(), "x32 JAX", "x64guard",
                                                   lineterm="", n=0)
             if not line.startswith("@@")]
-    return Comparison(False, rewritten, diff)
+    return Comparison(False, rewritten, diff, _identity_converts_only(got, want))
+
+
+def _identity_converts_only(got: str, want: str) -> bool:
+    """The two normalised modules are equal once every convert to its operand's own type
+    is folded (x64guard.passes.equality.canonical_text, on fresh parses of both)."""
+    from x64guard.passes.equality import canonical_text
+
+    got_module, _ = mlir.load(got, trusted=True)
+    want_module, _ = mlir.load(want, trusted=True)
+    return canonical_text(got_module) == canonical_text(want_module)
 
 
 def explaining_kinds(findings) -> set[str]:
@@ -127,12 +143,15 @@ def explaining_kinds(findings) -> set[str]:
 
 @dataclass(frozen=True)
 class KnownDifference:
-    """A program whose narrowed module is not x32 JAX's, and why. `kind`: the finding of
-    the narrowed module that names the difference (the test requires it), or None where
-    no finding can (library code that branches on the dtype: the module cannot tell)."""
+    """A program whose narrowed module is not x32 JAX's, and why. `kind`: the finding that
+    names the difference (the test requires it), or None where no finding can. `named_by`:
+    who reports it: the pass on the lowered module ("narrow"), or "x64guard.jit" on the
+    same function (library code that branches on the dtype while tracing, which no module
+    records but the front end's cross-check of the two traces sees)."""
 
     kind: str | None
     why: str
+    named_by: str = "narrow"
 
 
 def counts(verdicts) -> dict[str, int]:

@@ -7,6 +7,7 @@ plainly when it meets another version, instead of failing somewhere deep inside 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -557,6 +558,39 @@ def effects_allow_custom_vjp(effects) -> bool:
 
 # -- compiling the narrowed module directly, dispatching from C++ --------------------------
 
+def thread_config_overrides() -> "tuple | None":
+    """The JAX settings this thread has set for itself (`with jax.enable_x64(...)`,
+    `with jax.default_device(...)`, any config State used as a context manager), as
+    (state, value) pairs for another thread that works on its behalf: a compile reads
+    such settings (optimization effort, the persistent cache's). None where this JAX keeps
+    them in another layout: the caller then compiles in its own thread.
+    (Config._value_holders, State.get_local, config_ext.unset: seen in jax 0.10.2, 0.11.2
+    and 0.12.0.1.)"""
+    from jax._src import config
+
+    unset = getattr(getattr(config, "config_ext", None), "unset", None)
+    holders = getattr(config.config, "_value_holders", None)
+    if unset is None or not isinstance(holders, dict):
+        return None
+    overrides = []
+    for holder in holders.values():
+        get_local = getattr(holder, "get_local", None)
+        if get_local is not None and callable(holder):
+            value = get_local()
+            if value is not unset:
+                overrides.append((holder, value))
+    return tuple(overrides)
+
+
+@contextlib.contextmanager
+def config_overrides(overrides: tuple):
+    """Set `overrides` (from `thread_config_overrides`) as this thread's own settings."""
+    with contextlib.ExitStack() as stack:
+        for state, value in overrides:
+            stack.enter_context(state(value))
+        yield
+
+
 def compile_with_avals(lowered, module, in_avals: Sequence, out_avals: Sequence):
     """Compile `module` (a rewrite of `lowered`'s own module) the way JAX compiles
     `lowered`: same devices, shardings, donation, host callbacks and effects, with the
@@ -693,6 +727,12 @@ def lowered_by_dtype_here() -> frozenset:
     return LOWERED_BY_DTYPE | ({"lgamma"} if "chlo.lgamma" not in text else frozenset())
 
 
+def is_lowered_by_dtype(name: str) -> bool:
+    """`name in lowered_by_dtype_here()`, with the lgamma probe (a lowering: 40 ms in a
+    fresh process, most of the cross-check's cost) run only when an lgamma is met."""
+    return name in LOWERED_BY_DTYPE or (name == "lgamma" and name in lowered_by_dtype_here())
+
+
 def _jax_primitives() -> frozenset:
     """ids of the Primitive objects JAX's own modules define (module attributes of jax.*),
     among the modules imported so far (core.Primitive: jax 0.10.2, 0.11.2, 0.12.0.1)."""
@@ -757,8 +797,19 @@ def lower_equation(eqn, x64: bool) -> str:
         return jax.jit(equation).lower(*specs).as_text()
 
 
-def first_trace_difference(closed64, closed32, narrow_dtype,
-                           same_lowering: "Callable | None" = None) -> "TraceDifference | None":
+def equation_location(eqn) -> str:
+    """An equation's source line, as JAX summarizes it ('' when unknown;
+    source_info_util.summarize: seen in jax 0.10.2, 0.11.2 and 0.12.0.1)."""
+    from jax._src import source_info_util
+
+    try:
+        return source_info_util.summarize(eqn.source_info)
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+def first_trace_difference(closed64, closed32, narrow_dtype, same_lowering: "Callable | None" = None,
+                           skipped_converts: "tuple[list, list] | None" = None) -> "TraceDifference | None":
     """None when the x64 jaxpr is the x32 jaxpr once every 64-bit dtype is narrowed
     (`narrow_dtype(dtype)` -> its 32-bit dtype or None) and values are compared at 32 bits:
     same equations in the same order, same operands, parameters (nested jaxprs compared
@@ -768,7 +819,9 @@ def first_trace_difference(closed64, closed32, narrow_dtype,
     compared; Python callables in parameters (custom_jvp's rules) are not compared. An
     equation of LOWERED_BY_DTYPE with a 64-bit operand is a difference. A library's own
     primitive (`is_library_primitive`) is compared by what it lowers to:
-    `same_lowering(eqn64, eqn32)` (without it, such an equation is a difference)."""
+    `same_lowering(eqn64, eqn32)` (without it, such an equation is a difference).
+    `skipped_converts`: two lists, given to receive the identity conversions skipped in the
+    x64 trace and in the x32 trace (equations, nested jaxprs included)."""
     import jax
     import numpy as np
 
@@ -882,12 +935,15 @@ def first_trace_difference(closed64, closed32, narrow_dtype,
             env64[a] = value_key(consts64[i], a.aval) if i < len(consts64) else ("const", i)
             env32[b] = value_key(consts32[i], b.aval) if i < len(consts32) else ("const", i)
 
-        def kept(jaxpr, env):
-            """The equations that are not identity conversions; those alias their operand."""
+        def kept(jaxpr, env, side: int):
+            """The equations that are not identity conversions; those alias their operand
+            (and are counted: `skipped_converts`)."""
             eqns = []
             for e in jaxpr.eqns:
                 if identity_convert(e):
                     env[("alias", e.outvars[0])] = e.invars[0]
+                    if skipped_converts is not None:
+                        skipped_converts[side].append(e)
                 else:
                     eqns.append(e)
             return eqns
@@ -899,13 +955,13 @@ def first_trace_difference(closed64, closed32, narrow_dtype,
                 return value_key(atom.val, atom.aval)
             return env.get(atom, ("var", id(atom)))
 
-        eqns64, eqns32 = kept(j64, env64), kept(j32, env32)
+        eqns64, eqns32 = kept(j64, env64, 0), kept(j32, env32, 1)
         for n in range(max(len(eqns64), len(eqns32))):
             e64 = eqns64[n] if n < len(eqns64) else None
             e32 = eqns32[n] if n < len(eqns32) else None
             if e64 is None or e32 is None:
                 differs(e64, e32)
-            lowered_by_dtype = e64.primitive.name in lowered_by_dtype_here() and any(
+            lowered_by_dtype = is_lowered_by_dtype(e64.primitive.name) and any(
                 str(dtype32(a.aval.dtype)) != str(a.aval.dtype) for a in e64.invars if hasattr(a.aval, "dtype"))
             if (lowered_by_dtype or e64.primitive is not e32.primitive or len(e64.invars) != len(e32.invars)
                     or len(e64.outvars) != len(e32.outvars)

@@ -101,6 +101,7 @@ class Kind(enum.StrEnum):
     INPUT_OUT_OF_RANGE = "input-out-of-range"
     CALLBACK_RESULT_OUT_OF_RANGE = "callback-result-out-of-range"
     TRACE_DIFFERS = "trace-differs"
+    IDENTITY_CONVERT = "identity-convert"
     TORCH_XLA_FALLBACK = "torch-xla-fallback"
     TORCH_XLA_EXECUTION = "torch-xla-execution"
     CPU_OUTPUT = "cpu-output"
@@ -172,6 +173,10 @@ KIND_TABLE: dict[Kind, tuple[str, str, str]] = {
     Kind.TRACE_DIFFERS: ("error, warning", "x64guard.jit", "the x64 trace is another program than the x32 trace "
                                                            "(library code that decides by jax_enable_x64 or by the "
                                                            "dtype): refused (error) or the x32 program run (warning)"),
+    Kind.IDENTITY_CONVERT: ("info", "x64guard.jit, narrow", "the narrowed module and x32 JAX's may differ by converts "
+                                                           "to the type their operand has (weak typing the module "
+                                                           "does not record, host callback operands): they compute "
+                                                           "nothing"),
     Kind.TORCH_XLA_FALLBACK: ("error", "torch-xla", "the graph falls back to CPU ops"),
     Kind.TORCH_XLA_EXECUTION: ("error", "torch-xla", "tracing the graph executed part of it"),
     Kind.CPU_OUTPUT: ("error", "torch-xla", "the graph returns a tensor of another device"),

@@ -29,7 +29,7 @@ import functools
 import inspect
 import threading
 import warnings
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
 import numpy as np
@@ -38,7 +38,7 @@ from jax import lax
 from x64guard import _compat, _user_line, mlir
 from x64guard.api import NarrowResult, narrow
 from x64guard.errors import X64GuardError
-from x64guard.findings import Finding
+from x64guard.findings import Finding, Kind
 from x64guard.modes import Mode, resolve_mode, resolve_overflow
 from x64guard.passes.equality import canonical_text
 from x64guard.settings import current_mode
@@ -249,12 +249,23 @@ def _converted_outside(x, dtype):
     """A 64-bit input converted to the program's 32-bit dtype before the program, never
     inside it: a conversion fused into the compiled program changes XLA's code (FMA
     contraction: different bits from x32 JAX). numpy data is cast on the host, as JAX
-    with x64 off casts it; a JAX array goes through the host too (no XLA compile per input
-    shape, unlike `x.astype`) and back to its own sharding. Integers must have been
-    range-checked."""
-    if isinstance(x, jax.Array) and len(x.sharding.device_set) > 1:
-        return jax.device_put(np.asarray(x).astype(dtype), x.sharding)
+    with x64 off casts it. A JAX array in host memory (the CPU backend) is cast there too
+    (no XLA compile per input shape, unlike `x.astype`) and put back in its own sharding;
+    one on an accelerator is converted there, by its own small XLA program (compiled once
+    per shape and dtype, cached by JAX), not through the host: that would cost a
+    device-to-host round trip on every call. Integers must have been range-checked."""
+    if isinstance(x, jax.Array):
+        devices = x.sharding.device_set
+        if _on_accelerator(devices):
+            with _compat.x64_enabled():
+                return lax.convert_element_type(x, dtype)
+        if len(devices) > 1:
+            return jax.device_put(np.asarray(x).astype(dtype), x.sharding)
     return np.asarray(x).astype(dtype)  # one device: the executable places it (one transfer, not two)
+
+
+def _on_accelerator(devices) -> bool:
+    return any(d.platform != "cpu" for d in devices)
 
 
 def _host_cast_leaves(leaves: list, wide: tuple) -> list:
@@ -400,6 +411,28 @@ def _trace_differs_message(difference, ran_x32: bool) -> str:
             f"{what} [trace-differs]")
 
 
+def _identity_convert_finding(check: "_CrossCheck", callbacks_converted: bool) -> Finding:
+    """An info finding: the narrowed program is x32 JAX's but for converts to the type their
+    operand already has, which compute nothing. The traces convert weak-typed values made
+    strong (or the reverse) in different places, which the module does not record, or
+    x64guard.jit converted host callback operands to 32 bits (x32 JAX's are 32-bit
+    already); the narrowing keeps or drops such a convert by its own rule."""
+    first = (check.converts64 or check.converts32 or check.converts_in_lowerings or (None,))[0]
+    location = (_compat.equation_location(first) if first is not None else "") or _user_place()
+    parts = []
+    if len(check.converts64) != len(check.converts32):
+        parts.append(f"the x64 trace holds {len(check.converts64)} conversions that change no type once narrowed "
+                     f"(weak-typed values made strong), the x32 trace {len(check.converts32)}")
+    if check.converts_in_lowerings:
+        parts.append(f"the library primitive {check.converts_in_lowerings[0].primitive.name} lowers with such "
+                     "conversions at one width and not at the other")
+    if callbacks_converted:
+        parts.append("x64guard.jit converts host callback operands to 32 bits before the callback")
+    return Finding(Kind.IDENTITY_CONVERT, "info", "convert", location,
+                   f"{'; '.join(parts)}: the narrowed module may hold converts x32 JAX's does not, or lack some it "
+                   "holds, each a convert to the type its operand has, which computes nothing: the same program")
+
+
 def _matched_constant_message(finding: Finding) -> str:
     user = _user_place()
     return (f"{user}: a float64 constant at {finding.location} equals a finfo(float64) expression "
@@ -408,10 +441,11 @@ def _matched_constant_message(finding: Finding) -> str:
             "answer) instead of narrowing the x64 one [dtype-constant]")
 
 
-def _same_lowering(eqn64, eqn32) -> bool:
+def _same_lowering(eqn64, eqn32, converts_differ: list | None = None) -> bool:
     """A library primitive's equation of the x64 trace lowers, once narrowed, to the module
     its x32 counterpart lowers to (`canonical_text`: printed without locations, identity
-    converts folded). Anything that fails to lower or to narrow is not the same."""
+    converts folded; where only those converts differ, eqn64 is added to
+    `converts_differ`). Anything that fails to lower or to narrow is not the same."""
     try:
         text64 = _compat.lower_equation(eqn64, x64=True)
         text32 = _compat.lower_equation(eqn32, x64=False)
@@ -421,7 +455,12 @@ def _same_lowering(eqn64, eqn32) -> bool:
         reference, _ = mlir.load(text32)
     except Exception:  # noqa: BLE001  (not provably the same: the caller runs x32's program)
         return False
-    return canonical_text(narrowed) == canonical_text(reference)
+    plain = [m.operation.get_asm(enable_debug_info=False) for m in (narrowed, reference)] \
+        if converts_differ is not None else None
+    same = canonical_text(narrowed) == canonical_text(reference)
+    if same and plain is not None and plain[0] != plain[1]:
+        converts_differ.append(eqn64)
+    return same
 
 
 def _replay_at_user_line(recorded) -> None:
@@ -452,6 +491,63 @@ def _narrow_at_user_line(module, **kwargs) -> NarrowResult:
 
 # ----------------------------------------------------------------------------- one program
 
+class _NarrowedX64(NamedTuple):
+    lowered: Any                 # JAX's Lowered of the x64 program
+    convention: Any              # its calling convention (_compat.calling_convention)
+    result: NarrowResult
+    summary: list                # the narrowing's warnings, recorded
+    callbacks_converted: bool    # host callbacks' 64-bit operands converted to 32 bits before them
+
+
+class _CrossCheck(NamedTuple):
+    traced32: Any                # the x32 trace (None: x32 JAX cannot trace the call)
+    difference: Any              # the first _compat.TraceDifference, None when the traces agree
+    converts64: tuple            # identity conversions the comparison skipped in the x64 trace
+    converts32: tuple            # ... and in the x32 trace
+    converts_in_lowerings: tuple  # library primitives whose two lowerings differ only by identity converts
+
+
+class _CompileAhead:
+    """A first call's compile of the narrowed module, run in a worker thread while the
+    calling thread runs the x32 cross-check (XLA compiles without holding the GIL, so the
+    two overlap: the cross-check's trace and comparison cost no wall time). The worker
+    runs with the caller's own JAX settings (`_compat.thread_config_overrides`). Its
+    result is used only if the narrowed program is the one that runs; otherwise it is
+    dropped (the compile finishes in the background: CPU spent, nothing else)."""
+
+    def __init__(self, compile_program: Callable, overrides: tuple):
+        self._outcome: tuple = ()
+        self._thread = threading.Thread(target=self._run, args=(compile_program, overrides),
+                                        name="x64guard-compile", daemon=False)
+        self._thread.start()
+
+    def _run(self, compile_program: Callable, overrides: tuple) -> None:
+        try:
+            with _compat.config_overrides(overrides):
+                self._outcome = (compile_program(), None)
+        except BaseException as error:  # noqa: BLE001  (raised in the caller's thread by result())
+            self._outcome = (None, error)
+
+    def result(self):
+        self._thread.join()
+        executable, error = self._outcome
+        if error is not None:
+            raise error
+        return executable
+
+    @staticmethod
+    def start(compile_program: Callable) -> "_CompileAhead | None":
+        """A compile started in a worker, or None (this JAX's settings cannot be carried
+        over, or no thread could start): the program then compiles when first run."""
+        overrides = _compat.thread_config_overrides()
+        if overrides is None:
+            return None
+        try:
+            return _CompileAhead(compile_program, overrides)
+        except RuntimeError:  # no thread could start
+            return None
+
+
 @dataclasses.dataclass(eq=False)  # a primitive parameter: compared by identity
 class _Program:
     """The narrowed program for one input signature, and how to call it."""
@@ -480,6 +576,7 @@ class _Program:
     lowered: Any                       # JAX's Lowered of the x64 program: compiled with the narrowed module
     _bytecode: bytes | None = None
     _executables: dict = dataclasses.field(default_factory=dict)
+    _compile_ahead: "_CompileAhead | None" = None  # the first call's compile, started before the cross-check
     _lock: Any = dataclasses.field(default_factory=threading.Lock)
 
     def __repr__(self) -> str:
@@ -513,8 +610,9 @@ class _Program:
             with self._lock:
                 executable = self._executables.get(())
                 if executable is None:
-                    executable = _compat.compile_with_avals(self.lowered, self.narrowed.module, list(self.in_avals),
-                                                            self.out_avals)
+                    ahead, self._compile_ahead = self._compile_ahead, None
+                    executable = ahead.result() if ahead is not None else _compat.compile_with_avals(
+                        self.lowered, self.narrowed.module, list(self.in_avals), self.out_avals)
                     self._executables[()] = executable
         return executable
 
@@ -758,7 +856,7 @@ class NarrowedFunction:
         dyn_args, dyn_kwargs, _ = self._statics.split(args, kwargs)
         leaves = jax.tree_util.tree_leaves((dyn_args, dyn_kwargs))
         wide_integers = self._check_integer_inputs(dyn_args, dyn_kwargs, leaves)
-        program, flat = self._specialize(args, kwargs, mode, wide_leaves)
+        program, flat = self._specialize(args, kwargs, mode, wide_leaves, compile_ahead=True)
         outputs, fastpath = program.run(flat)
         return outputs, None if wide_integers else fastpath
 
@@ -795,7 +893,8 @@ class NarrowedFunction:
 
     # -- specialization ------------------------------------------------------------
 
-    def _specialize(self, args: tuple, kwargs: dict, mode: Mode, wide_leaves: tuple = ()) -> tuple[_Program, list]:
+    def _specialize(self, args: tuple, kwargs: dict, mode: Mode, wide_leaves: tuple = (),
+                    compile_ahead: bool = False) -> tuple[_Program, list]:
         """The program for these arguments. wide_leaves: indices of flat inputs that were
         float64/complex128 numpy data before jax.jit's dispatch made them 32-bit: traced
         at 64 bits, as they were given."""
@@ -818,11 +917,11 @@ class NarrowedFunction:
                         specs = [_trace_spec(leaf) for leaf in leaves]
                         for i in wide_leaves:
                             specs[i] = _widened_spec(specs[i])
-                    program = self._build(in_tree, specs, dyn[2], paths, mode)
+                    program = self._build(in_tree, specs, dyn[2], paths, mode, compile_ahead)
                     self._cache[key] = program
         return program, leaves
 
-    def _build(self, in_tree, specs, static, paths, mode: Mode) -> _Program:
+    def _build(self, in_tree, specs, static, paths, mode: Mode, compile_ahead: bool = False) -> _Program:
         spec_args, spec_kwargs = in_tree.unflatten(specs)
         args, kwargs = self._statics.merge(spec_args, spec_kwargs, static)
         try:
@@ -857,25 +956,38 @@ class NarrowedFunction:
             else:
                 raise own_width_error from None
             specs = widened
+        narrowed, ahead = None, None
+        if compile_ahead:
+            # A direct call: lower, narrow and start compiling before the cross-check, which
+            # then runs while XLA compiles. What the narrowing raises is raised below, where
+            # it was raised before the check existed.
+            try:
+                narrowed = self._narrowed_x64(traced, mode)
+            except Exception as error:  # noqa: BLE001  (re-raised below unless x32's program runs)
+                narrowed = error
+            else:
+                ahead = _CompileAhead.start(functools.partial(
+                    _compat.compile_with_avals, narrowed.lowered, narrowed.result.module,
+                    [_narrow_aval(a) for a in traced.jaxpr.in_avals],
+                    tuple(_narrow_aval(a) for a in narrowed.convention.out_avals)))
         # The cross-check: the x32 trace of the same call. Equal (once narrowed): the x64
         # program is narrowed and run, proven to be x32 JAX's program. Different (library
         # code that decides by jax_enable_x64 or by the dtype while tracing): mode error
         # refuses; otherwise the x32 program itself runs (its answer is x32 JAX's by
         # construction), with one trace-differs warning in place of the narrowing summary.
-        traced32, difference = self._cross_check(traced, in_tree, specs, static)
+        check = self._cross_check(traced, in_tree, specs, static)
+        traced32, difference = check.traced32, check.difference
         if difference is not None and mode is not Mode.ERROR:
             fallback = Finding("trace-differs", "warning", difference.primitive, difference.location or "?",
                                _trace_differs_message(difference, ran_x32=True))
             traced, lowered, convention, result = self._x32_program(traced32, fallback, mode)
+            ahead = None
         else:
-            lowered = _compat.lower_traced(traced, _callbacks_at_32_bits(traced.jaxpr))
-            convention = _compat.calling_convention(lowered)
-            # JAX's own cached module: narrow works on a clone. Its summary warning is held
-            # back until it is known to be the program that runs.
-            with warnings.catch_warnings(record=True) as summary:
-                warnings.simplefilter("always")
-                result = _narrow_at_user_line(convention.module, mode=mode, overflow=self._overflow,
-                                              target=self._target)
+            if narrowed is None:
+                narrowed = self._narrowed_x64(traced, mode)
+            elif isinstance(narrowed, Exception):
+                raise narrowed
+            lowered, convention, result = narrowed.lowered, narrowed.convention, narrowed.result
             matched = [f for f in result.findings if f.kind == "dtype-constant" and f.op in CONSTANT_OPS]
             if difference is None and traced32 is not None and matched:
                 # The pass matched a constant's value to a finfo(float64) expression. The
@@ -886,12 +998,16 @@ class NarrowedFunction:
                 fallback = dataclasses.replace(matched[0], severity="warning",
                                                message=_matched_constant_message(matched[0]))
                 traced, lowered, convention, result = self._x32_program(traced32, fallback, mode)
+                ahead = None
             elif difference is not None:  # mode error, and the narrowing itself passed
                 message = _trace_differs_message(difference, ran_x32=False)
                 finding = Finding("trace-differs", "error", difference.primitive, difference.location or "?", message)
                 raise X64GuardError(f"x64guard.jit: {message}", [finding])
             else:
-                _replay_at_user_line(summary)
+                _replay_at_user_line(narrowed.summary)
+                if (narrowed.callbacks_converted or len(check.converts64) != len(check.converts32)
+                        or check.converts_in_lowerings):
+                    result.findings.append(_identity_convert_finding(check, narrowed.callbacks_converted))
         trace_dtypes = tuple(s.dtype for s in specs)
         trace_out_dtypes = tuple(a.dtype for a in convention.out_avals)
         name = getattr(self._fun, "__name__", "fun")
@@ -907,7 +1023,20 @@ class NarrowedFunction:
             in_shardings=convention.in_shardings, out_shardings=convention.out_shardings,
             num_devices=convention.num_devices, host_callbacks=convention.host_callbacks,
             keepalive=convention.keepalive, lowered=lowered,
-            in_avals=tuple(_narrow_aval(a) for a in traced.jaxpr.in_avals))
+            in_avals=tuple(_narrow_aval(a) for a in traced.jaxpr.in_avals), _compile_ahead=ahead)
+
+    def _narrowed_x64(self, traced, mode: Mode) -> "_NarrowedX64":
+        """The x64 trace lowered and narrowed; the narrowing's summary warning recorded, not
+        issued (it is issued only if this is the program that runs)."""
+        callbacks = _callbacks_at_32_bits(traced.jaxpr)
+        lowered = _compat.lower_traced(traced, callbacks)
+        convention = _compat.calling_convention(lowered)
+        # JAX's own cached module: narrow works on a clone.
+        with warnings.catch_warnings(record=True) as summary:
+            warnings.simplefilter("always")
+            result = _narrow_at_user_line(convention.module, mode=mode, overflow=self._overflow,
+                                          target=self._target)
+        return _NarrowedX64(lowered, convention, result, summary, callbacks is not None)
 
     def _x32_program(self, traced32, fallback: Finding, mode: Mode):
         """The x32 trace lowered and run in place of the narrowed x64 one (its answer is x32
@@ -915,18 +1044,30 @@ class NarrowedFunction:
         (traced, lowered, calling convention, NarrowResult)."""
         lowered = _compat.lower_traced_x32(traced32)
         convention = _compat.calling_convention(lowered)
-        # 32-bit: nothing to narrow; a target profile (Neuron) still reports what it rejects.
-        result = narrow(convention.module, mode=Mode.ALLOW if self._target == DEFAULT_TARGET else mode,
-                        overflow=self._overflow, target=self._target)
+        # x32 JAX's own module still holds 64-bit values where JAX traces them with x64 off
+        # (iota_2x32_shape's uint64 counters): narrowed, the pass computes them in 32 bits,
+        # exactly (`rng-counters`), so that nothing 64-bit reaches the device. Its warnings
+        # are issued only for a target profile (Neuron: what neuronx-cc would reject); the
+        # fallback's own warning says what happened. If the pass refuses x32 JAX's module,
+        # that module runs as it is: x32 JAX's program, 64-bit values and all.
+        with warnings.catch_warnings(record=True) as recorded:
+            warnings.simplefilter("always")
+            try:
+                result = narrow(convention.module, mode=mode, overflow=self._overflow, target=self._target)
+            except X64GuardError:
+                if self._target != DEFAULT_TARGET:
+                    raise  # what the target rejects, as before
+                result = narrow(convention.module, mode=Mode.ALLOW, overflow=self._overflow, target=self._target)
+        if self._target != DEFAULT_TARGET:
+            _replay_at_user_line(recorded)
         result.findings.append(fallback)
         _warn_at_user_line(fallback.message)
         return traced32, lowered, convention, result
 
-    def _cross_check(self, traced, in_tree, specs, static):
-        """The function traced with x64 off too, on the inputs' 32-bit types: (the x32
-        Traced, None) when the x64 trace is that program once narrowed, else (the x32
-        Traced, the first TraceDifference). A function x32 JAX cannot trace is not
-        compared ((None, None): its narrowing is checked as before)."""
+    def _cross_check(self, traced, in_tree, specs, static) -> "_CrossCheck":
+        """The function traced with x64 off too, on the inputs' 32-bit types, and compared
+        with the x64 trace (`_CrossCheck`). A function x32 JAX cannot trace is not compared
+        (no x32 trace, no difference: its narrowing is checked as before)."""
         narrow_specs = [_narrowed_spec(s) for s in specs]
         spec_args, spec_kwargs = in_tree.unflatten(narrow_specs)
         args, kwargs = self._statics.merge(spec_args, spec_kwargs, static)
@@ -938,9 +1079,12 @@ class NarrowedFunction:
                 warnings.simplefilter("ignore", UserWarning)
                 traced32 = _compat.trace_x32(self._jit64, tuple(args), kwargs)
         except Exception:  # noqa: BLE001  (x32 JAX raises here too: nothing to compare with)
-            return None, None
-        return traced32, _compat.first_trace_difference(traced.jaxpr, traced32.jaxpr, _narrow_dtype,
-                                                         _same_lowering)
+            return _CrossCheck(None, None, (), (), ())
+        converts64, converts32, in_lowerings = [], [], []
+        difference = _compat.first_trace_difference(
+            traced.jaxpr, traced32.jaxpr, _narrow_dtype,
+            functools.partial(_same_lowering, converts_differ=in_lowerings), skipped_converts=(converts64, converts32))
+        return _CrossCheck(traced32, difference, tuple(converts64), tuple(converts32), tuple(in_lowerings))
 
     def _flat_fun(self, in_tree, static) -> Callable:
         def flat_fun(*flat):

@@ -280,7 +280,8 @@ def lower_x32(fn: Callable, args32: Sequence[np.ndarray], keep_unused: bool = Tr
         return jax.jit(fn, keep_unused=keep_unused).lower(*args32).as_text()
 
 
-def check_module_equality(case: "programs.Case", result, args32: Sequence[np.ndarray]):
+def check_module_equality(case: "programs.Case", result, args32: Sequence[np.ndarray],
+                          args: Sequence[np.ndarray] = ()):
     """The first check: the narrowed module is x32 JAX's module, or a named exception."""
     from tests import module_equality
     from tests.corpus.module_exceptions import MODULE_EXCEPTIONS
@@ -297,21 +298,41 @@ def check_module_equality(case: "programs.Case", result, args32: Sequence[np.nda
             raise AssertionError(m)
         module_equality.fail_or_report(message, raise_it)
 
-    if comparison.equal:
+    kinds = {str(f.kind) for f in result.findings}
+    named_converts = comparison.identity_converts_only and "identity-convert" in kinds
+    if comparison.equal or named_converts:
         if exception is not None:
             fail(f"{case.name}: listed in tests/corpus/module_exceptions.py ({exception.why}) but its narrowed "
-                 "module now equals x32 JAX's: remove the entry")
+                 "module now equals x32 JAX's" + ("" if comparison.equal else ", but for converts to the same type "
+                                                  "its identity-convert finding names") + ": remove the entry")
         return comparison
     if exception is None:
         fail(f"{case.name}: the narrowed module is not the module jax.jit lowers with x64 off (types, attributes, "
-             "op order and functions must match; SSA names and locations aside):\n" + comparison.describe(24))
+             "op order and functions must match; SSA names and locations aside)"
+             + (", only by converts to the same type, but narrowing reported no identity-convert finding"
+                if comparison.identity_converts_only else "") + ":\n" + comparison.describe(24))
         return comparison
-    if exception.kind is not None:
-        kinds = {str(f.kind) for f in result.findings}
+    if exception.kind is not None and exception.named_by == "x64guard.jit":
+        front_end = _front_end_kinds(case.fn, args)
+        if exception.kind not in front_end:
+            fail(f"{case.name}: its module differs from x32 JAX's for a reason x64guard.jit's finding "
+                 f"{exception.kind!r} names, but x64guard.jit reported none (kinds: {sorted(front_end)})")
+    elif exception.kind is not None:
         if exception.kind not in kinds:
             fail(f"{case.name}: its module differs from x32 JAX's for a reason the finding {exception.kind!r} "
                  f"names, but narrowing reported none (kinds: {sorted(kinds)})")
     return comparison
+
+
+def _front_end_kinds(fn: Callable, args: Sequence[np.ndarray]) -> set[str]:
+    """The finding kinds of x64guard.jit's program for `fn` on the 64-bit inputs (lowered
+    only, x64 on as the program was written)."""
+    import x64guard
+
+    _forget_traces()
+    with x64(True), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {str(f.kind) for f in x64guard.jit(fn).lower(*args).findings}
 
 
 def _expected_kinds(expect) -> set[str]:
@@ -383,7 +404,7 @@ def check_case(case: "programs.Case", narrow: Callable, error_type: type | None 
 
     args32 = [to32(a) for a in args]
     if hasattr(result, "module"):
-        outcome.module_equality = check_module_equality(case, result, args32)
+        outcome.module_equality = check_module_equality(case, result, args32, args)
     try:
         got = run_text(narrowed, args32)
     except Exception as err:  # compile or execution failure of the narrowed module

@@ -380,7 +380,8 @@ def module_equality(fn, args) -> tuple[str, str]:
     if comparison.equal:
         return ("equal-counters" if comparison.reference_rewritten else "equal"), ""
     kinds = sorted({str(f.kind) for f in findings if str(f.kind) != "type-narrowed"})
-    return f"differs; findings: {', '.join(kinds) or 'none'}", comparison.describe(16)
+    how = "identity-converts" if comparison.identity_converts_only else "differs"
+    return f"{how}; findings: {', '.join(kinds) or 'none'}", comparison.describe(16)
 
 
 def _float64_inputs(args):

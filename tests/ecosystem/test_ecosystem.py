@@ -49,6 +49,11 @@ def test_program(program, records):
                     pytrace=False)
 
 
+def _kinds(verdict: str) -> list[str]:
+    """The finding kinds a verdict lists ('differs; findings: a, b' -> ['a', 'b'])."""
+    return verdict.partition("findings: ")[2].split(", ")
+
+
 def check_module_equality(program, record) -> None:
     """The first check of a program x64guard narrowed: its module is x32 JAX's, or a named
     difference (the finding that names it present)."""
@@ -59,17 +64,22 @@ def check_module_equality(program, record) -> None:
     def fail(message: str) -> None:
         module_equality.fail_or_report(message, lambda m: pytest.fail(m, pytrace=False))
 
-    if "trace-differs" in verdict:
-        return  # x64guard.jit's cross-check ran x32 JAX's own program: its module by construction
-    if verdict in ("equal", "equal-counters"):
+    if verdict in ("equal", "equal-counters") or verdict.startswith("identity-converts"):
         if known is not None:
             fail(f"{program.name}: listed in tests/ecosystem/module_exceptions.py ({known.why}), but its "
-                 "narrowed module now equals x32 JAX's: remove the entry")
+                 f"narrowed module now equals x32 JAX's ({verdict}): remove the entry")
+        if verdict.startswith("identity-converts") and "identity-convert" not in _kinds(verdict):
+            fail(f"{program.name}: differs from x32 JAX's module only by converts to the same type, but "
+                 f"x64guard.jit reported no identity-convert finding ({verdict}):\n{record.module_diff}")
+        return
+    if "trace-differs" in verdict and known is None:
+        fail(f"{program.name}: x64guard.jit ran x32 JAX's own program (trace-differs), narrowed, yet its module "
+             f"is not x32 JAX's ({verdict}):\n{record.module_diff}")
         return
     if known is None:
         fail(f"{program.name}: the narrowed module is not the module jax.jit lowers with x64 off ({verdict}):\n"
              f"{record.module_diff}")
         return
-    if known.kind is not None and known.kind not in verdict:
+    if known.kind is not None and known.kind not in _kinds(verdict):
         fail(f"{program.name}: differs from x32 JAX's module for the reason {known.kind!r} names, but "
              f"narrowing reported no such finding ({verdict})")

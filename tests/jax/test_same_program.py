@@ -99,6 +99,24 @@ def test_device_inputs_convert_without_an_xla_compile_per_shape():
     assert [name for name, _ in compiles if "x64guard" in name or "lambda" in name] == ["jit__lambda"] * 3, compiles
 
 
+def test_accelerator_inputs_convert_on_their_device(monkeypatch):
+    """Float64 JAX arrays on an accelerator are converted there, by a small XLA program of
+    their own (compiled once per shape, cached by JAX), not through the host (a round trip
+    on every call). No accelerator here: the CPU plays one, and the bits stay x32 JAX's."""
+    monkeypatch.setattr(x64guard.jax, "_on_accelerator", lambda devices: True)
+    f = lambda x: jnp.sin(x) * 2 + 1  # noqa: E731
+    x = np.linspace(-3.0, 3.0, 17)
+    want = np.asarray(jax.jit(f)(oracle.to32(x)))
+    fn = x64guard.jit(f)
+    with oracle.x64(True), warnings.catch_warnings(), _compat.recording_compiles() as compiles:
+        warnings.simplefilter("ignore")
+        on_device = jnp.asarray(x)
+        outs = [fn(on_device), fn(on_device)]
+    for out in outs:
+        assert oracle.bit_identical(np.asarray(out), want)
+    assert [name for name, _ in compiles if "convert" in name] == ["jit_convert_element_type"], compiles
+
+
 def _main(argv: list[str]) -> int:
     failed = 0
     for case in NARROWING:

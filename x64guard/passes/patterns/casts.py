@@ -25,9 +25,17 @@ class RemoveIdentityConvert(RewritePattern):
 
     def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
         source, result = ctx.type_before(op.operands[0]), ctx.result_types[0]
-        if source != result and ctx.narrowed(source) == ctx.narrowed(result) \
-                and not _weak_scalar_convert(op.operands[0], source, result):
+        if source == result or ctx.narrowed(source) != ctx.narrowed(result):
+            return True
+        if not _weak_scalar_convert(op.operands[0], source, result):
             ctx.rewriter.forward_operand(op)
+            return True
+        # Kept: x32 JAX holds this convert if the scalar was weak-typed, and none if it was a
+        # strong int32/float32; the module does not say which. Either way it computes nothing.
+        ctx.report(Kind.IDENTITY_CONVERT, Severity.INFO,
+                   "a scalar's 64-to-32-bit convert, kept as a convert to the type its operand has: x32 JAX's "
+                   "module holds one where the scalar was weak-typed and none where it was a strong 32-bit value, "
+                   "which the module does not record; it computes nothing")
         return True
 
 
