@@ -181,3 +181,30 @@ def test_literal_equal_to_finfo_expression_gives_x32_bits(width):
     assert _same(got, want), (got, want)
     messages = [str(w.message) for w in caught if isinstance(w.message, x64guard.X64GuardWarning)]
     assert len(messages) == 1 and "[dtype-constant]" in messages[0] and "plain rounding" in messages[0], messages
+
+
+def _kinds(lowered) -> set[str]:
+    return {str(f.kind) for f in lowered.findings}
+
+
+def test_identity_convert_named_for_converted_callback_operands():
+    """x64guard.jit converts a host callback's int64 operand to int32 before the callback,
+    where x32 JAX passes its int32 as it is: once narrowed, a convert to the same type. The
+    difference from x32 JAX's module is named (identity-convert, info)."""
+    def f(i, x):
+        jax.debug.callback(lambda v: None, i)
+        return x * 2
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lowered = x64guard.jit(f).lower(np.int64(3), np.ones(2))
+    named = [f for f in lowered.findings if f.kind == "identity-convert"]
+    assert named and all(str(f.severity) == "info" for f in named)
+    assert any("callback" in f.message for f in named)  # x64guard.jit's (the pass names the kept convert too)
+
+
+def test_no_identity_convert_finding_where_the_traces_convert_alike():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lowered = x64guard.jit(lambda x: jnp.sin(x) * 2).lower(np.ones(3))
+    assert "identity-convert" not in _kinds(lowered)
