@@ -72,9 +72,13 @@ def check_module_equality(program, record) -> None:
             fail(f"{program.name}: differs from x32 JAX's module only by converts to the same type, but "
                  f"x64guard.jit reported no identity-convert finding ({verdict}):\n{record.module_diff}")
         return
-    if "trace-differs" in verdict and known is None:
-        fail(f"{program.name}: x64guard.jit ran x32 JAX's own program (trace-differs), narrowed, yet its module "
-             f"is not x32 JAX's ({verdict}):\n{record.module_diff}")
+    if "trace-differs" in _kinds(verdict):
+        # x64guard.jit ran x32 JAX's own trace, lowered as x64guard.jit lowers it (constants
+        # embedded: quadax_grad_through_quadgk forwards an input through a call where
+        # jax.jit's lowering returns it directly); its bits are checked below.
+        if known is not None:
+            fail(f"{program.name}: listed in tests/ecosystem/module_exceptions.py ({known.why}), but x64guard.jit "
+                 "runs x32 JAX's own trace (trace-differs): remove the entry")
         return
     if known is None:
         fail(f"{program.name}: the narrowed module is not the module jax.jit lowers with x64 off ({verdict}):\n"
