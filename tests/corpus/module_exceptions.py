@@ -44,8 +44,6 @@ MODULE_EXCEPTIONS: dict[str, KnownDifference] = {
     "lib_eigh_tridiagonal": KnownDifference("trace-differs", "eigh_tridiagonal's bisection counts float64's 53 mantissa bits where float32 has 24", named_by="x64guard.jit"),
     "lib_special_erfcx": KnownDifference("trace-differs", "erfcx evaluates a 9-term polynomial for float64 and a 5-term one for float32", named_by="x64guard.jit"),
     "lib_numpyro_interval_censored": KnownDifference("trace-differs", "numpyro's censored likelihood clamps with dtype-derived bounds traced as other ops", named_by="x64guard.jit"),
-    "approx_max_k": KnownDifference(None, "JAX names approx_max_k's comparator after the dtype "
-                                          "(top_k_gt_f64_comparator, top_k_gt_f32_comparator in x32)"),
     "matmul_mixed_f32_f64": KnownDifference(None, "the x64 trace converts the float64 operand to itself "
                                                   "(kept, as x32 JAX keeps such identities for weak-typed "
                                                   "values); x32 JAX's float32 matmul has none. The modules are "

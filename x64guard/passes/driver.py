@@ -75,6 +75,8 @@ class PassRun:
     # Per-run caches of the patterns: a constant's attribute -> its exact narrowed splat
     # (None: not one); what the generic rule learned about each op name.
     splat_cache: dict = field(default_factory=dict)
+    # Called computations renamed after their narrowed element type: old name -> new name.
+    renamed_computations: dict = field(default_factory=dict)
     op_info: dict = field(default_factory=dict)
     function: str = "?"
     op_index: int = 0

@@ -189,6 +189,15 @@ IRREGULAR_CUSTOM_CALL_RENAMES: dict[str, str] = {
 }
 
 
+# custom_call targets whose called computations JAX names after the operand's element type
+# (jax/_src/lax/ann.py `_comparator_builder_mlir`: "top_k_{gt|lt}_{element type}_comparator",
+# uniquified by a "_N" suffix; seen in jax 0.10.2, 0.11.2 and 0.12.0.1): narrowed, x32 JAX's
+# name is the same with the 32-bit element type. A name outside the pattern is left as it is.
+DTYPE_NAMED_COMPUTATIONS: dict[str, "re.Pattern[str]"] = {
+    "ApproxTopK": re.compile(r"^top_k_(?:gt|lt)_(?P<type>[a-z0-9]+)_comparator(?:_\d+)?$"),
+}
+
+
 def narrowed_custom_call_target(target: str) -> str | None:
     """The single-precision kernel name for a double-precision one, or None if unknown."""
     if target in IRREGULAR_CUSTOM_CALL_RENAMES:

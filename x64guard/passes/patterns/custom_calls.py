@@ -17,7 +17,7 @@ from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
 from x64guard.passes.driver import OpContext, RewritePattern
-from x64guard.passes.tables import CustomCallPolicy, custom_call_policy
+from x64guard.passes.tables import DTYPE_NAMED_COMPUTATIONS, CustomCallPolicy, custom_call_policy
 
 _KEEP_64 = "keep this module in 64 bits (mode='allow')"
 
@@ -53,6 +53,7 @@ class NarrowCustomCall(RewritePattern):
         op_name = f"stablehlo.custom_call @{target}"
         what = ", ".join(wide[:4]) + (f" and {len(wide) - 4} more" if len(wide) > 4 else "")
         if policy is CustomCallPolicy.TYPE_GENERIC:
+            _rename_dtype_named_computations(op, target, ctx)
             return True
         if policy is CustomCallPolicy.RENAMED:
             ctx.report(Kind.CUSTOM_CALL_RENAMED, Severity.INFO, f"@{target} -> @{renamed}", op_name=op_name)
@@ -78,3 +79,51 @@ class NarrowCustomCall(RewritePattern):
                   "(x64guard/passes/tables.py) if its kernel works on any element type",
                   op_name=op_name)
         return True
+
+
+def _rename_dtype_named_computations(op: ir.Operation, target: str, ctx: OpContext) -> None:
+    """A type-generic call's computations named after its operand's 64-bit element type
+    (`tables.DTYPE_NAMED_COMPUTATIONS`) take the name x32 JAX gives them: the 32-bit type's.
+    Only an internal function of this module (`_internal`) whose name holds exactly the
+    operand's element type, and only where the new name is free; a rename changes no
+    computation."""
+    pattern = DTYPE_NAMED_COMPUTATIONS.get(target)
+    if pattern is None or "called_computations" not in op.attributes or not len(op.operands):
+        return
+    wide = ctx.type_before(op.operands[0])
+    element, narrowed = str(ir.ShapedType(wide).element_type), str(ir.ShapedType(ctx.narrowed(wide)).element_type)
+    if element == narrowed:
+        return
+    names = [ir.FlatSymbolRefAttr(a).value for a in ir.ArrayAttr(op.attributes["called_computations"])]
+    renamed = ctx.run.renamed_computations
+    module = op.parent.parent  # call -> its function -> the module
+    symbols = ir.SymbolTable(module)
+    new_names = []
+    for name in names:
+        match = pattern.match(name)
+        if name not in renamed and match is not None and match.group("type") == element:
+            new = name[:match.start("type")] + narrowed + name[match.end("type"):]
+            function = symbols[name] if name in symbols else None
+            if function is None or new in symbols or new in renamed.values() or not _internal(function, ctx):
+                new_names.append(name)
+                continue
+            ctx.rewriter.set_attribute(function.operation, "sym_name", ir.StringAttr.get(new))
+            renamed[name] = new
+            ctx.report(Kind.CUSTOM_CALL_RENAMED, Severity.INFO,
+                       f"@{target}'s computation @{name} -> @{new}: JAX names it after the element type, and x32 "
+                       "JAX's is the 32-bit one (a rename: nothing it computes changes)",
+                       op_name=f"stablehlo.custom_call @{target}")
+        new_names.append(renamed.get(name, name))
+    if new_names != names:
+        ctx.rewriter.set_attribute(op, "called_computations",
+                                   ir.ArrayAttr.get([ir.FlatSymbolRefAttr.get(n) for n in new_names]))
+
+
+def _internal(function, ctx: OpContext) -> bool:
+    """No one outside the module can call `function`: it is private, or the module was
+    lowered by JAX, whose only entry point is @main (JAX leaves the comparators it builds
+    public)."""
+    attributes = function.attributes
+    if "sym_visibility" in attributes and ir.StringAttr(attributes["sym_visibility"]).value == "private":
+        return True
+    return ctx.run.jax_origin and ir.StringAttr(attributes["sym_name"]).value != "main"
