@@ -809,7 +809,8 @@ def equation_location(eqn) -> str:
 
 
 def first_trace_difference(closed64, closed32, narrow_dtype, same_lowering: "Callable | None" = None,
-                           skipped_converts: "tuple[list, list] | None" = None) -> "TraceDifference | None":
+                           skipped_converts: "tuple[list, list] | None" = None,
+                           merged_widths: "list | None" = None) -> "TraceDifference | None":
     """None when the x64 jaxpr is the x32 jaxpr once every 64-bit dtype is narrowed
     (`narrow_dtype(dtype)` -> its 32-bit dtype or None) and values are compared at 32 bits:
     same equations in the same order, same operands, parameters (nested jaxprs compared
@@ -821,7 +822,10 @@ def first_trace_difference(closed64, closed32, narrow_dtype, same_lowering: "Cal
     primitive (`is_library_primitive`) is compared by what it lowers to:
     `same_lowering(eqn64, eqn32)` (without it, such an equation is a difference).
     `skipped_converts`: two lists, given to receive the identity conversions skipped in the
-    x64 trace and in the x32 trace (equations, nested jaxprs included)."""
+    x64 trace and in the x32 trace (equations, nested jaxprs included). `merged_widths`: a
+    list, given to receive the x64 trace's equations whose operands have distinct dtypes
+    that narrowing makes one (a float32 @ float64 dot_general: its lowering converts
+    operands to one type, which narrowed is a convert to the same type x32 JAX's lacks)."""
     import jax
     import numpy as np
 
@@ -969,6 +973,13 @@ def first_trace_difference(closed64, closed32, narrow_dtype, same_lowering: "Cal
                     or [aval_key(v.aval) for v in e64.outvars] != [aval_key(v.aval) for v in e32.outvars]
                     or e64.params.keys() != e32.params.keys()):
                 differs(e64, e32)
+            if merged_widths is not None:
+                # Floating operands only: mixed index widths (a gather's int64 indices beside
+                # int32 values) lower to no convert.
+                operand_dtypes = [a.aval.dtype for a in e64.invars if hasattr(a.aval, "dtype")
+                                  and not is_extended_dtype(a.aval.dtype) and np.issubdtype(a.aval.dtype, np.inexact)]
+                if len(set(map(str, operand_dtypes))) > len({str(dtype32(d)) for d in operand_dtypes}):
+                    merged_widths.append(e64)
             if is_library_primitive(e64.primitive):
                 if same_lowering is None or not same_lowering(e64, e32):
                     differs(e64, e32, lowering=True)

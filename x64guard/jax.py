@@ -417,7 +417,8 @@ def _identity_convert_finding(check: "_CrossCheck", callbacks_converted: bool) -
     strong (or the reverse) in different places, which the module does not record, or
     x64guard.jit converted host callback operands to 32 bits (x32 JAX's are 32-bit
     already); the narrowing keeps or drops such a convert by its own rule."""
-    first = (check.converts64 or check.converts32 or check.converts_in_lowerings or (None,))[0]
+    first = (check.converts64 or check.converts32 or check.converts_in_lowerings or check.merged_widths
+             or (None,))[0]
     location = (_compat.equation_location(first) if first is not None else "") or _user_place()
     parts = []
     if len(check.converts64) != len(check.converts32):
@@ -426,6 +427,9 @@ def _identity_convert_finding(check: "_CrossCheck", callbacks_converted: bool) -
     if check.converts_in_lowerings:
         parts.append(f"the library primitive {check.converts_in_lowerings[0].primitive.name} lowers with such "
                      "conversions at one width and not at the other")
+    if check.merged_widths:
+        parts.append(f"{check.merged_widths[0].primitive.name} takes operands of two widths that narrow to one type "
+                     "(its lowering converts one operand to the other's type)")
     if callbacks_converted:
         parts.append("x64guard.jit converts host callback operands to 32 bits before the callback")
     return Finding(Kind.IDENTITY_CONVERT, "info", "convert", location,
@@ -505,6 +509,7 @@ class _CrossCheck(NamedTuple):
     converts64: tuple            # identity conversions the comparison skipped in the x64 trace
     converts32: tuple            # ... and in the x32 trace
     converts_in_lowerings: tuple  # library primitives whose two lowerings differ only by identity converts
+    merged_widths: tuple         # x64 equations whose distinct operand dtypes narrow to one (float32 @ float64)
 
 
 class _CompileAhead:
@@ -1006,7 +1011,7 @@ class NarrowedFunction:
             else:
                 _replay_at_user_line(narrowed.summary)
                 if (narrowed.callbacks_converted or len(check.converts64) != len(check.converts32)
-                        or check.converts_in_lowerings):
+                        or check.converts_in_lowerings or check.merged_widths):
                     result.findings.append(_identity_convert_finding(check, narrowed.callbacks_converted))
         trace_dtypes = tuple(s.dtype for s in specs)
         trace_out_dtypes = tuple(a.dtype for a in convention.out_avals)
@@ -1079,12 +1084,14 @@ class NarrowedFunction:
                 warnings.simplefilter("ignore", UserWarning)
                 traced32 = _compat.trace_x32(self._jit64, tuple(args), kwargs)
         except Exception:  # noqa: BLE001  (x32 JAX raises here too: nothing to compare with)
-            return _CrossCheck(None, None, (), (), ())
-        converts64, converts32, in_lowerings = [], [], []
+            return _CrossCheck(None, None, (), (), (), ())
+        converts64, converts32, in_lowerings, merged = [], [], [], []
         difference = _compat.first_trace_difference(
             traced.jaxpr, traced32.jaxpr, _narrow_dtype,
-            functools.partial(_same_lowering, converts_differ=in_lowerings), skipped_converts=(converts64, converts32))
-        return _CrossCheck(traced32, difference, tuple(converts64), tuple(converts32), tuple(in_lowerings))
+            functools.partial(_same_lowering, converts_differ=in_lowerings), skipped_converts=(converts64, converts32),
+            merged_widths=merged)
+        return _CrossCheck(traced32, difference, tuple(converts64), tuple(converts32), tuple(in_lowerings),
+                           tuple(merged))
 
     def _flat_fun(self, in_tree, static) -> Callable:
         def flat_fun(*flat):

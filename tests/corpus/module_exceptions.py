@@ -44,10 +44,10 @@ MODULE_EXCEPTIONS: dict[str, KnownDifference] = {
     "lib_eigh_tridiagonal": KnownDifference("trace-differs", "eigh_tridiagonal's bisection counts float64's 53 mantissa bits where float32 has 24", named_by="x64guard.jit"),
     "lib_special_erfcx": KnownDifference("trace-differs", "erfcx evaluates a 9-term polynomial for float64 and a 5-term one for float32", named_by="x64guard.jit"),
     "lib_numpyro_interval_censored": KnownDifference("trace-differs", "numpyro's censored likelihood clamps with dtype-derived bounds traced as other ops", named_by="x64guard.jit"),
-    "matmul_mixed_f32_f64": KnownDifference(None, "the x64 trace converts the float64 operand to itself "
-                                                  "(kept, as x32 JAX keeps such identities for weak-typed "
-                                                  "values); x32 JAX's float32 matmul has none. The modules are "
-                                                  "equal once converts to the same type are folded; the pass "
-                                                  "reports kept 64-bit identities nowhere (192 of 502 corpus "
-                                                  "modules hold one, nearly all as x32 JAX does)"),
+    "matmul_mixed_f32_f64": KnownDifference(
+        "identity-convert", "a float32 @ float64 dot_general: its x64 lowering converts the float64 operand to "
+                            "float64, narrowed a convert to the same type that x32 JAX's float32 @ float32 has none "
+                            "of; the module cannot tell it from a weak-typed argument's (the pass would name 169 of "
+                            "502 corpus modules), x64guard.jit's cross-check sees the two operand widths",
+        named_by="x64guard.jit"),
 }

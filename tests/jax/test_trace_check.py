@@ -208,3 +208,15 @@ def test_no_identity_convert_finding_where_the_traces_convert_alike():
         warnings.simplefilter("ignore")
         lowered = x64guard.jit(lambda x: jnp.sin(x) * 2).lower(np.ones(3))
     assert "identity-convert" not in _kinds(lowered)
+
+
+def test_identity_convert_named_for_a_dot_of_two_widths():
+    """float32 @ float64: the x64 lowering converts the float64 operand to float64 (a
+    convert to the same type once narrowed), x32 JAX's float32 @ float32 has none. The
+    traces are equal; the cross-check sees the two operand widths and names it."""
+    a, b = np.ones((3, 4), np.float32), np.ones((4, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lowered = x64guard.jit(lambda a, b: a @ b).lower(a, b)
+    named = [f for f in lowered.findings if f.kind == "identity-convert"]
+    assert len(named) == 1 and "dot_general" in named[0].message and str(named[0].severity) == "info"
