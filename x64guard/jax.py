@@ -183,6 +183,17 @@ def _wide_numpy_leaves(leaves: Sequence) -> tuple[int, ...]:
     return tuple(wide)
 
 
+_WIDE_FLOATS = frozenset({np.dtype(np.float64), np.dtype(np.complex128)})
+
+
+def _wide_array_leaves(leaves: Sequence) -> tuple[int, ...]:
+    """Indices of strongly typed float64/complex128 JAX arrays (a caller with x64 on): they
+    are traced at 64 bits and converted before the program, as float64 numpy data is. A
+    weakly typed one stays as it is (its trace differs)."""
+    return tuple(i for i, leaf in enumerate(leaves)
+                 if type(leaf) is _ARRAY_TYPE and leaf.dtype in _WIDE_FLOATS and not leaf.weak_type)
+
+
 def _dispatch_dtype(x):
     """The dtype JAX's dispatch gives an input in the calling thread (numpy float64 is
     float32 with x64 off)."""
@@ -858,9 +869,20 @@ class NarrowedFunction:
         if mode is _ALLOW:  # full width, never a fast path (64-bit numpy data must stay 64-bit)
             with _compat.x64_enabled():
                 return self._jit64(*args, **kwargs), None
-        dyn_args, dyn_kwargs, _ = self._statics.split(args, kwargs)
-        leaves = jax.tree_util.tree_leaves((dyn_args, dyn_kwargs))
-        wide_integers = self._check_integer_inputs(dyn_args, dyn_kwargs, leaves)
+        dyn_args, dyn_kwargs, static = self._statics.split(args, kwargs)
+        flat, tree = jax.tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        wide_arrays = () if wide_leaves else _wide_array_leaves(flat)
+        if wide_arrays:
+            # Float64/complex128 JAX arrays of a caller with x64 on: converted before the
+            # program, then run as float64 numpy data is, through the wide dispatcher,
+            # whose C++ fast path serves the later calls of the converted signature (this
+            # dispatcher cannot: it would hand the program the arrays unconverted).
+            for i in wide_arrays:
+                flat[i] = _converted_outside(flat[i], NARROW_DTYPE[flat[i].dtype])
+            dyn_args, dyn_kwargs = tree.unflatten(flat)
+            args, kwargs = self._statics.merge(dyn_args, dyn_kwargs, static)
+            return self._dispatch_wide(wide_arrays, *args, **kwargs), None
+        wide_integers = self._check_integer_inputs(dyn_args, dyn_kwargs, flat)
         program, flat = self._specialize(args, kwargs, mode, wide_leaves, compile_ahead=True)
         outputs, fastpath = program.run(flat)
         return outputs, None if wide_integers else fastpath

@@ -99,6 +99,30 @@ def test_device_inputs_convert_without_an_xla_compile_per_shape():
     assert [name for name, _ in compiles if "x64guard" in name or "lambda" in name] == ["jit__lambda"] * 3, compiles
 
 
+def test_float64_arrays_of_an_x64_caller_run_from_the_wide_fast_path(monkeypatch):
+    """Float64 JAX arrays (x64 on) are converted before the program and run as float64
+    numpy data is: one specialization, traced at 64 bits, whose later calls JAX's C++
+    dispatch serves (not JAX's Python call path on every call). A weakly typed float64
+    array keeps its own trace."""
+    f = lambda x, y: jnp.sin(x) * y + 1  # noqa: E731
+    x, y = np.linspace(-3.0, 3.0, 17), np.linspace(0.0, 1.0, 17)
+    want = np.asarray(jax.jit(f)(oracle.to32(x), oracle.to32(y)))
+    fn = x64guard.jit(f)
+    built = []
+    specialize = fn.narrowed_function._specialize
+    monkeypatch.setattr(fn.narrowed_function, "_specialize",
+                        lambda *a, **k: (built.append(a[3] if len(a) > 3 else k.get("wide_leaves")), specialize(*a, **k))[1])
+    with oracle.x64(True), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        xs, ys = jnp.asarray(x), jnp.asarray(y)
+        outs = [fn(xs, ys) for _ in range(4)]
+        weak = fn(jnp.asarray(2.0), ys)  # a weakly typed float64 scalar array
+    for out in outs:
+        assert oracle.bit_identical(np.asarray(out), want)
+    assert built[0] == (0, 1) and len(built) == 2, built  # the wide program once, then the weak call's own
+    assert np.asarray(weak).dtype == np.float32
+
+
 def test_accelerator_inputs_convert_on_their_device(monkeypatch):
     """Float64 JAX arrays on an accelerator are converted there, by a small XLA program of
     their own (compiled once per shape, cached by JAX), not through the host (a round trip
