@@ -422,30 +422,37 @@ def _trace_differs_message(difference, ran_x32: bool) -> str:
             f"{what} [trace-differs]")
 
 
-def _identity_convert_finding(check: "_CrossCheck", callbacks_converted: bool) -> Finding:
-    """An info finding: the narrowed program is x32 JAX's but for converts to the type their
-    operand already has, which compute nothing. The traces convert weak-typed values made
-    strong (or the reverse) in different places, which the module does not record, or
-    x64guard.jit converted host callback operands to 32 bits (x32 JAX's are 32-bit
-    already); the narrowing keeps or drops such a convert by its own rule."""
-    first = (check.converts64 or check.converts32 or check.converts_in_lowerings or check.merged_widths
-             or (None,))[0]
-    location = (_compat.equation_location(first) if first is not None else "") or _user_place()
-    parts = []
+def _identity_convert_finding(check: "_CrossCheck", callbacks_converted: bool) -> Finding | None:
+    """An info finding when the narrowed program may differ from x32 JAX's by converts to
+    the type their operand already has, which compute nothing (None when nothing says so):
+    the traces convert weak-typed values made strong (or the reverse) in different places,
+    which the module does not record; a library primitive's lowerings differ only by them;
+    an equation's lowering converts one operand of two widths to the other's type; or
+    x64guard.jit converted host callback operands to 32 bits (x32 JAX's are 32-bit already).
+    Located at the equation of the first reason."""
+    reasons = []  # (equation or None, what)
     if len(check.converts64) != len(check.converts32):
-        parts.append(f"the x64 trace holds {len(check.converts64)} conversions that change no type once narrowed "
-                     f"(weak-typed values made strong), the x32 trace {len(check.converts32)}")
+        reasons.append(((check.converts64 or check.converts32)[0],
+                        f"the x64 trace holds {len(check.converts64)} conversions that change no type once narrowed "
+                        f"(weak-typed values made strong), the x32 trace {len(check.converts32)}"))
     if check.converts_in_lowerings:
-        parts.append(f"the library primitive {check.converts_in_lowerings[0].primitive.name} lowers with such "
-                     "conversions at one width and not at the other")
+        reasons.append((check.converts_in_lowerings[0],
+                        f"the library primitive {check.converts_in_lowerings[0].primitive.name} lowers with such "
+                        "conversions at one width and not at the other"))
     if check.merged_widths:
-        parts.append(f"{check.merged_widths[0].primitive.name} takes operands of two widths that narrow to one type "
-                     "(its lowering converts one operand to the other's type)")
+        reasons.append((check.merged_widths[0],
+                        f"{check.merged_widths[0].primitive.name} takes operands of two widths that narrow to one "
+                        "type (its lowering converts one operand to the other's type)"))
     if callbacks_converted:
-        parts.append("x64guard.jit converts host callback operands to 32 bits before the callback")
+        reasons.append((None, "x64guard.jit converts host callback operands to 32 bits before the callback"))
+    if not reasons:
+        return None
+    first = reasons[0][0]
+    location = (_compat.equation_location(first) if first is not None else "") or _user_place()
     return Finding(Kind.IDENTITY_CONVERT, "info", "convert", location,
-                   f"{'; '.join(parts)}: the narrowed module may hold converts x32 JAX's does not, or lack some it "
-                   "holds, each a convert to the type its operand has, which computes nothing: the same program")
+                   f"{'; '.join(what for _, what in reasons)}: the narrowed module may hold converts x32 JAX's "
+                   "does not, or lack some it holds, each a convert to the type its operand has, which computes "
+                   "nothing: the same program")
 
 
 def _matched_constant_message(finding: Finding) -> str:
@@ -1032,9 +1039,9 @@ class NarrowedFunction:
                 raise X64GuardError(f"x64guard.jit: {message}", [finding])
             else:
                 _replay_at_user_line(narrowed.summary)
-                if (narrowed.callbacks_converted or len(check.converts64) != len(check.converts32)
-                        or check.converts_in_lowerings or check.merged_widths):
-                    result.findings.append(_identity_convert_finding(check, narrowed.callbacks_converted))
+                converts = _identity_convert_finding(check, narrowed.callbacks_converted)
+                if converts is not None:
+                    result.findings.append(converts)
         trace_dtypes = tuple(s.dtype for s in specs)
         trace_out_dtypes = tuple(a.dtype for a in convention.out_avals)
         name = getattr(self._fun, "__name__", "fun")
