@@ -105,6 +105,7 @@ class Kind(enum.StrEnum):
     TORCH_XLA_FALLBACK = "torch-xla-fallback"
     TORCH_XLA_EXECUTION = "torch-xla-execution"
     CPU_OUTPUT = "cpu-output"
+    CPU_PART = "cpu-part"
     INPUT_MUTATION = "input-mutation"
     RNG_STATE_SOURCE = "rng-state-source"
     EXPORT_INPUT = "export-input"
@@ -180,6 +181,8 @@ KIND_TABLE: dict[Kind, tuple[str, str, str]] = {
     Kind.TORCH_XLA_FALLBACK: ("error", "torch-xla", "the graph falls back to CPU ops"),
     Kind.TORCH_XLA_EXECUTION: ("error", "torch-xla", "tracing the graph executed part of it"),
     Kind.CPU_OUTPUT: ("error", "torch-xla", "the graph returns a tensor of another device"),
+    Kind.CPU_PART: ("info, error", "torch-xla", "part of the graph computes on the CPU: run there eagerly, as PyTorch "
+                                                "runs it (info); refused when it reads an XLA value (error)"),
     Kind.INPUT_MUTATION: ("error", "torch-xla", "the graph writes to an input in place"),
     Kind.RNG_STATE_SOURCE: ("error", "torch-xla", "the graph's generator state cannot be computed on the host"),
     Kind.EXPORT_INPUT: ("error", "torch-xla", "an exported program takes an input kind x64guard does not pass"),

@@ -59,6 +59,7 @@ from x64guard import mlir as xmlir  # noqa: E402
 from x64guard._torch_xla_overflow import OverflowChecks, describe, guard  # noqa: E402
 from x64guard._torch_xla_rng import (STATE_LOCATION, RngStateError, RngStates, extract_rng_states,  # noqa: E402
                                      openxla_next_seed)  # noqa: E402
+from x64guard import _torch_xla_mixed  # noqa: E402
 from x64guard._torch_xla_source import SourceMap, locate_findings, run_node_by_node  # noqa: E402
 from x64guard.api import NarrowResult, narrow  # noqa: E402
 from x64guard.errors import X64GuardError, X64GuardWarning  # noqa: E402
@@ -929,10 +930,12 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
     for position, leaf in enumerate(leaves):
         if isinstance(leaf, torch.Tensor):
             if leaf.device.type != "xla":
+                # (a graph's CPU part runs on the CPU, x64guard/_torch_xla_mixed.py: this one's
+                # nodes carried no device in their metadata, so it was not recognised)
                 raise _refusal("cpu-output", "output", f"the graph returns a {leaf.device.type} tensor "
-                               f"({_output_origin(nodes, position, leaf)}); x64guard runs whole graphs on the XLA "
-                               "device. Make that tensor on the device (device=x.device), or keep the code that "
-                               "makes it out of the compiled function")
+                               f"({_output_origin(nodes, position, leaf)}) that x64guard could not place in the "
+                               "graph's CPU part. Make that tensor on the device (device=x.device), or keep the "
+                               "code that makes it out of the compiled function")
             out_leaves.append(("tensor", len(out_tensors)))
             out_tensors.append(leaf)
         else:
@@ -1167,8 +1170,9 @@ class _CompiledGraph:
     `paths`, what to call its inputs in messages (dynamo's sources by default)."""
 
     def __init__(self, gm: torch.fx.GraphModule, mode: Mode | None, overflow: str, *, role: str = "graph",
-                 paths: Sequence[str] | None = None, target: str = "x32"):
+                 paths: Sequence[str] | None = None, target: str = "x32", findings: Sequence[Finding] = ()):
         self._gm = gm
+        self._findings = list(findings)   # the graph's own (its CPU part's), before the narrowing's
         self._target = target
         self._mode = mode
         self._overflow = overflow
@@ -1197,9 +1201,11 @@ class _CompiledGraph:
                 if spec is None:
                     run, nodes = _run_located(self._gm)
                     with _narrowing_for(self._target):
-                        spec = self._cache[key] = _trace(run, args, self._paths, _graph_attributes(self._gm), mode,
-                                                         self._overflow, self.device, expected=self._expected,
-                                                         nodes=nodes, path="backend")
+                        spec = _trace(run, args, self._paths, _graph_attributes(self._gm), mode, self._overflow,
+                                      self.device, expected=self._expected, nodes=nodes, path="backend")
+                        if spec.result is not None and self._findings:
+                            spec.result.findings = self._findings + list(spec.result.findings)
+                        self._cache[key] = spec
         if spec.program is None:
             return _outputs(spec, [])
         checks: list = []
@@ -1231,6 +1237,48 @@ class _CompiledGraph:
     def specializations(self) -> list[_Specialization]:
         """One per input signature and mode seen so far (`.program.hlo`, `.result`)."""
         return list(self._cache.values())
+
+
+class _MixedDeviceGraph:
+    """A graph with a CPU part (x64guard/_torch_xla_mixed.py): the CPU part runs eagerly
+    on the CPU, the XLA part narrowed (`xla`, a _CompiledGraph taking the CPU values it
+    uses as inputs); or, when the CPU part reads an XLA value, its refusal, raised on
+    every call (mode allow runs the graph as torch-xla would)."""
+
+    def __init__(self, gm: torch.fx.GraphModule, role: str, mode: Mode | None, part=None,
+                 xla: _CompiledGraph | None = None, refusal: X64GuardError | None = None):
+        self._gm, self.role, self._mode = gm, role, mode
+        self._part, self.xla, self._refusal = part, xla, refusal
+        self.findings = list(part.findings) if part is not None else list(refusal.findings)
+
+    def __call__(self, *args):
+        if self._refusal is not None:
+            if (self._mode or resolve_mode(None)) is Mode.ALLOW:
+                with _TorchXlaRepairs():
+                    return self._gm(*args)
+            raise self._refusal
+        return self._part.run(self.xla, args)
+
+    def specializations(self) -> list[_Specialization]:
+        return self.xla.specializations() if self.xla is not None else []
+
+
+def _graph_for(gm: torch.fx.GraphModule, mode: Mode | None, overflow: str, *, role: str = "graph",
+               paths: Sequence[str] | None = None, target: str = "x32"):
+    """What the backend runs for one FX graph: a _CompiledGraph, or, when the graph
+    computes on the CPU too, a _MixedDeviceGraph around one (both registered)."""
+    try:
+        part = _torch_xla_mixed.split(gm)
+    except X64GuardError as refusal:
+        return _MixedDeviceGraph(gm, role, mode, refusal=refusal)
+    if part is None:
+        graph = _CompiledGraph(gm, mode, overflow, role=role, paths=paths, target=target)
+        _register_graph(graph)
+        return graph
+    paths = list(paths if paths is not None else _placeholder_paths(gm)) + part.feed_paths
+    xla = _CompiledGraph(part.xla_gm, mode, overflow, role=role, paths=paths, target=target, findings=part.findings)
+    _register_graph(xla)
+    return _MixedDeviceGraph(gm, role, mode, part, xla)
 
 
 _COMPILED_GRAPHS: list[weakref.ref] = []   # in the order the backend compiled them
@@ -1284,9 +1332,8 @@ def _autograd_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, mode: 
 
     def compiler(role: str):
         def compile_graph(fx: torch.fx.GraphModule, examples: Sequence):
-            graph = _CompiledGraph(fx, mode, overflow, role=role, paths=paths_for(fx, role), target=target)
-            _register_graph(graph)
-            return make_boxed_func(graph)
+            return make_boxed_func(_graph_for(fx, mode, overflow, role=role, paths=paths_for(fx, role),
+                                              target=target))
 
         return compile_graph
 
@@ -1323,9 +1370,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence, *, mode: "Mode |
                                                  for x in example_inputs)
     if needs_grad or _mutates(gm):
         return _autograd_backend(gm, example_inputs, resolved, policy, target)
-    compiled = _CompiledGraph(gm, resolved, policy, target=target)
-    _register_graph(compiled)
-    return compiled
+    return _graph_for(gm, resolved, policy, target=target)
 
 
 def compile(model: Callable, *, mode: "Mode | str | None" = None, overflow: str = "error", target: str = "x32",

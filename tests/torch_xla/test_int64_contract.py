@@ -274,11 +274,15 @@ def test_rnn_taggers_lstm_narrowed_through_compile_gru_fails_as_torch_xla_failur
         quietly(torch.compile(xt.to_device(Tagger(nn.GRU)), backend="x64guard"), **xt.to_device(batch))
 
 
-def test_cpu_output_refusal_names_the_output_and_its_line():
+def test_cpu_output_runs_on_the_cpu_and_a_device_read_is_refused_naming_its_line():
+    """A CPU tensor the graph makes is computed on the CPU (tests/torch_xla/test_mixed_device.py);
+    one computed from an XLA value is refused, naming the line that made it."""
     class CpuScale(nn.Module):
         def forward(self, x):
-            return x * 2, torch.tensor(2.0) * 3
+            return x * 2, torch.tensor(2.0) * 3, (x * 2).cpu()
 
     torch._dynamo.reset()
-    with pytest.raises(x64guard.X64GuardError, match=r"output 1, float32\[\], made at .*test_int64_contract.py:\d+"):
-        torch.compile(CpuScale(), backend="x64guard")(xt.to_device(torch.ones(3)))
+    fast = torch.compile(CpuScale(), backend="x64guard")
+    with pytest.raises(x64guard.X64GuardError, match=r"a CPU tensor made at .*test_int64_contract.py:\d+ .*"
+                                                     r"computed from an XLA value"):
+        fast(xt.to_device(torch.ones(3)))
