@@ -19,7 +19,9 @@ gradients or write to their inputs go through AOTAutograd first, as torch-xla's 
 backend does; their forward and backward graphs are narrowed alike.
 
 Inputs are cast to 32 bits on the way in (on the host when they come from the host,
-integers range-checked); outputs are 32-bit XLA tensors.
+integers range-checked); outputs are 32-bit XLA tensors, but for CPU tensors the graph
+makes from constants and shapes: its CPU part runs on the CPU, as PyTorch runs it
+(x64guard/_torch_xla_mixed.py).
 
 Only adapts: the narrowing is `x64guard.narrow`'s. What this module adds is torch-xla
 plumbing, the boundary, and repairs of torch-xla 2.9 gaps met on the way (reductions over
