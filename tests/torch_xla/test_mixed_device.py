@@ -113,17 +113,28 @@ class ReadsTheDevice(nn.Module):
         return y, y.cpu() + 1                         # the read line
 
 
-def test_cpu_value_computed_from_an_xla_value_is_refused_naming_its_line():
+class ReadsAnInput(nn.Module):
+    def forward(self, x):
+        return x * 2, x.cpu()                         # the read line
+
+
+@pytest.mark.parametrize("module, read", [(ReadsTheDevice, r"made at .*test_mixed_device.py:\d+ by mul"),
+                                          (ReadsAnInput, r"the graph's input")])
+def test_cpu_value_computed_from_an_xla_value_is_refused_naming_its_line(module, read):
     torch._dynamo.reset()
-    fast = torch.compile(ReadsTheDevice(), backend="x64guard")
-    with pytest.raises(x64guard.X64GuardError, match=r"computed from an XLA value.*Read the value after") as info:
+    fast = torch.compile(module(), backend="x64guard")
+    with pytest.raises(x64guard.X64GuardError, match=r"computed from an XLA value \(" + read + r".*Read the value "
+                                                     r"after") as info:
         fast(xt.to_device(torch.ones(3)))
     finding = info.value.findings[0]
     assert finding.kind == "cpu-part" and finding.severity == "error"
-    assert "y.cpu() + 1" in open(__file__).read().splitlines()[finding.location.line - 1]
+    assert "# the read line" in open(__file__).read().splitlines()[finding.location.line - 1]
     with x64guard.mode("allow"):                      # full width, as torch-xla runs it
-        y, z = fast(xt.to_device(torch.ones(3)))
-    assert z.device.type == "cpu" and torch.equal(z, torch.full((3,), 3.0))
+        outputs = fast(xt.to_device(torch.ones(3)))
+    assert outputs[1].device.type == "cpu" and torch.equal(outputs[1], CPU_RESULT[module])
+
+
+CPU_RESULT = {ReadsTheDevice: torch.full((3,), 3.0), ReadsAnInput: torch.ones(3)}
 
 
 def _deberta_v2():
