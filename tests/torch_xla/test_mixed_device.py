@@ -119,7 +119,7 @@ class ReadsAnInput(nn.Module):
 
 
 @pytest.mark.parametrize("module, read", [(ReadsTheDevice, r"made at .*test_mixed_device.py:\d+ by mul"),
-                                          (ReadsAnInput, r"the graph's input")])
+                                          (ReadsAnInput, r"the graph's input")], ids=["xla-value", "xla-input"])
 def test_cpu_value_computed_from_an_xla_value_is_refused_naming_its_line(module, read):
     torch._dynamo.reset()
     fast = torch.compile(module(), backend="x64guard")
@@ -142,7 +142,7 @@ def _deberta_v2():
 
     torch.manual_seed(0)
     return DebertaV2ForSequenceClassification(DebertaV2Config(
-        vocab_size=500, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        vocab_size=500, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
         max_position_embeddings=32, relative_attention=True, position_buckets=8, max_relative_positions=16,
         pos_att_type=["p2c", "c2p"], num_labels=3, type_vocab_size=0, hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0))
