@@ -47,15 +47,16 @@ class CpuPart:
     feed_paths: list[str]
     feeds: int
     leaves: dict[int, int]
+    out_spec: Any                   # the structure of the graph's output
     findings: list[Finding]
 
     def run(self, xla_call, args: tuple) -> Any:
         values = list(self.cpu_gm(*args)) if self.cpu_gm is not None else []
         result = xla_call(*args, *values[:self.feeds])
-        leaves, spec = pytree.tree_flatten(result)
+        leaves = self.out_spec.flatten_up_to(result)   # the graph's own output leaves, whatever their values
         for position, k in self.leaves.items():
             leaves[position] = values[self.feeds + k]
-        return pytree.tree_unflatten(leaves, spec)
+        return pytree.tree_unflatten(leaves, self.out_spec)
 
 
 def device_of(node: torch.fx.Node, gm: torch.fx.GraphModule) -> str:
@@ -152,7 +153,7 @@ def split(gm: torch.fx.GraphModule) -> CpuPart | None:
     findings += _findings([(n, "") for n in feeds], "an input of the device program, moved to the device on "
                           "every call")
     paths = [f"the CPU tensor made at {node_source(n).describe()} by {node_source(n).target}" for n in feeds]
-    return CpuPart(cpu_gm, xla_gm, paths, len(feeds), leaves, findings)
+    return CpuPart(cpu_gm, xla_gm, paths, len(feeds), leaves, out_spec, findings)
 
 
 def _findings(made: list[tuple[torch.fx.Node, str]], then: str) -> list[Finding]:
