@@ -56,6 +56,7 @@ from torch.utils import _pytree as pytree  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from x64guard import mlir as xmlir  # noqa: E402
+from x64guard import _torch_xla_outside as _outside  # noqa: E402
 from x64guard._torch_xla_overflow import OverflowChecks, describe, guard  # noqa: E402
 from x64guard._torch_xla_rng import (STATE_LOCATION, RngStateError, RngStates, extract_rng_states,  # noqa: E402
                                      openxla_next_seed)  # noqa: E402
@@ -1195,6 +1196,7 @@ class _CompiledGraph:
             with self._lock:
                 spec = self._cache.get(key)
                 if spec is None:
+                    _outside.note_pending_inputs(args, self._paths, _is_alias)
                     run, nodes = _run_located(self._gm)
                     with _narrowing_for(self._target):
                         spec = self._cache[key] = _trace(run, args, self._paths, _graph_attributes(self._gm), mode,
@@ -1234,6 +1236,10 @@ class _CompiledGraph:
 
 
 _COMPILED_GRAPHS: list[weakref.ref] = []   # in the order the backend compiled them
+
+
+def _is_alias(x: torch.Tensor) -> bool:
+    return _narrow_alias(x) is not None
 
 
 def _register_graph(graph: _CompiledGraph) -> None:
@@ -1317,6 +1323,8 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence, *, mode: "Mode |
     if options:
         raise TypeError(f"x64guard backend: unknown option(s) {sorted(options)}; it takes 'mode', 'overflow' "
                         "and 'target'")
+    _outside.arm()
+    _outside.note_graph()
     resolved = None if mode is None else resolve_mode(mode)
     policy = resolve_overflow(overflow).value
     needs_grad = torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad
@@ -1326,6 +1334,11 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence, *, mode: "Mode |
     compiled = _CompiledGraph(gm, resolved, policy, target=target)
     _register_graph(compiled)
     return compiled
+
+
+# dynamo's compile callbacks recognise frames compiled for it: RNN modules are traced there,
+# and 64-bit work dynamo leaves outside the graphs is reported (_torch_xla_outside)
+backend._x64guard_backend = True
 
 
 def compile(model: Callable, *, mode: "Mode | str | None" = None, overflow: str = "error", target: str = "x32",
@@ -1340,6 +1353,9 @@ def compile(model: Callable, *, mode: "Mode | str | None" = None, overflow: str 
 
     def x64guard_backend(gm, example_inputs, **kwargs):
         return backend(gm, example_inputs, mode=resolved, overflow=policy, target=target, **kwargs)
+
+    x64guard_backend._x64guard_backend = True
+    _outside.arm()
 
     compiled = torch.compile(model, backend=x64guard_backend, **compile_kwargs)
 
@@ -1378,6 +1394,8 @@ def _register_backend() -> None:
 
 
 _register_backend()
+_outside.start_lazy_count()
+_outside.arm()
 
 
 # ============================================================================ exported programs
@@ -1539,6 +1557,7 @@ def to_device(obj: Any, device: "torch.device | str | None" = None):
         compiled = torch.compile(model, backend="x64guard")
         compiled(**batch)
     """
+    _outside.arm()   # what usually precedes torch.compile(..., backend="x64guard"), after any dynamo reset
     target = torch.device(device) if device is not None else _device()
     if isinstance(obj, torch.nn.Module):
         return _module_to_device(obj, target)
@@ -1640,6 +1659,8 @@ def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") 
     must already be 32-bit (move models with `to_device`): a 64-bit one is refused, not
     narrowed behind the model's back.
     """
+    _outside.check_lazy_reads()      # torch-xla's own compiles since the previous sync: said, never silent
+    _outside.arm()
     resolved = resolve_mode(mode)
     policy = resolve_overflow(overflow).value
     device = _device()
