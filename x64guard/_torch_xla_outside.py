@@ -33,6 +33,7 @@ import warnings
 from typing import Sequence
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from x64guard import _torch_xla_compat as _xc
 from x64guard import _user_line
@@ -165,3 +166,54 @@ def check_lazy_reads() -> None:
                "x64guard.torch_xla.sync(...), or compile the forward with torch.compile(model, backend='x64guard') "
                "(Hugging Face's masking code skips its reads when traced)")
     _warn(Finding("lazy-read", Severity.WARNING, "sync", "the lazy step", message))
+
+
+# ============================================================================ narrowed reads
+
+_TENSOR = torch._C.TensorBase
+# reads that return Python values: computed from the narrowed value as they are
+_VALUE_READS = frozenset({_TENSOR.item, _TENSOR.__bool__, _TENSOR.__int__, _TENSOR.__float__, _TENSOR.__index__,
+                          _TENSOR.tolist})
+# reads that return a host tensor: widened on the host to the dtype the caller sees
+_HOST_READS = frozenset({_TENSOR.cpu, _TENSOR.to})
+
+
+class NarrowedReads(TorchFunctionMode):
+    """Inside `x64guard.torch_xla.step()`: a read of a pending XLA tensor first runs that
+    tensor's pending graph through x64guard (`read_narrowed`: lowered, narrowed, cached
+    per graph as `sync` does), then reads the narrowed value; PyTorch still sees the
+    tensor's own dtype (an int64 tensor stays int64: a pending convert of its int32 data,
+    which x64guard's programs read through, as `to_device`'s ids)."""
+
+    def __init__(self, read_narrowed):
+        super().__init__()
+        self._read_narrowed = read_narrowed
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if (func in _VALUE_READS or func in _HOST_READS) and args and _pending_xla(args[0]) \
+                and (func is not _TENSOR.to or _to_host(args[1:], kwargs)):
+            tensor = args[0]
+            narrowed = self._read_narrowed(tensor)
+            result = func(narrowed, *args[1:], **kwargs)
+            if func in _HOST_READS and narrowed.dtype is not tensor.dtype and not _names_dtype(args[1:], kwargs):
+                result = result.to(tensor.dtype)   # on the host: eager's dtype, no 64-bit device graph
+            return result
+        return func(*args, **kwargs)
+
+
+def _pending_xla(x) -> bool:
+    return isinstance(x, torch.Tensor) and x.device.type == "xla" and _xc.needs_materialization([x])[0]
+
+
+def _to_host(args: tuple, kwargs: dict) -> bool:
+    """Whether `Tensor.to(*args, **kwargs)` moves to the CPU (a read), not within the device."""
+    device = kwargs.get("device")
+    for arg in args:
+        if isinstance(arg, (str, torch.device)):
+            device = arg
+    return device is not None and torch.device(device).type == "cpu"
+
+
+def _names_dtype(args: tuple, kwargs: dict) -> bool:
+    return "dtype" in kwargs or any(isinstance(a, torch.dtype) for a in args)

@@ -67,7 +67,7 @@ from x64guard.findings import Finding, Severity, format_findings  # noqa: E402
 from x64guard.modes import Mode, resolve_mode, resolve_overflow  # noqa: E402
 from x64guard.passes.tables import NARROW_TORCH_DTYPE  # noqa: E402
 
-__all__ = ["backend", "compile", "narrow_exported", "to_device", "sync", "NarrowedProgram", "NARROW_DTYPE", "counters",
+__all__ = ["backend", "compile", "narrow_exported", "to_device", "sync", "step", "NarrowedProgram", "NARROW_DTYPE", "counters",
            "TorchXlaFailure"]
 
 BACKEND_NAME = "x64guard"
@@ -1683,6 +1683,49 @@ def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") 
         import warnings
 
         warnings.warn(X64GuardWarning(f"x64guard.torch_xla.sync: {finding.message}"), stacklevel=2)
+
+
+@contextlib.contextmanager
+def step(*, mode: "Mode | str | None" = None, overflow: str = "error") -> Iterator[None]:
+    """A lazy step whose mid-step reads run narrowed:
+
+        for batch in batches:
+            with x64guard.torch_xla.step():
+                loss = model(**batch).loss     # Hugging Face's masks read `padding_mask.all()`
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            x64guard.torch_xla.sync(model, optimizer, loss)
+
+    A read of a pending XLA tensor (`.item()`, `bool(t)` / `if t:`, `int(t)`, `float(t)`,
+    `.tolist()`, `.cpu()`, `.to("cpu")`) makes torch-xla compile and run that tensor's graph
+    itself, at full width; inside `step()` x64guard runs it instead, narrowed as `sync`
+    runs a step (once per graph, cached), and the read returns the narrowed value (an int64
+    tensor's `.cpu()` is widened back to int64 on the host). The tensor keeps its dtype.
+    Printing a tensor is not intercepted (torch-xla converts its narrowed data back: a
+    one-op graph). The scope is a torch function mode: every torch op in it pays a small
+    Python call; do not wrap compiled functions in it."""
+    resolved, policy = (None if mode is None else resolve_mode(mode)), resolve_overflow(overflow).value
+    with _outside.NarrowedReads(functools.partial(_read_narrowed, mode=resolved, policy=policy)):
+        yield
+
+
+def _read_narrowed(tensor: torch.Tensor, *, mode: Mode | None, policy: str) -> torch.Tensor:
+    """Run `tensor`'s pending graph narrowed; return its narrowed device data. A tensor
+    narrowed to another dtype becomes a pending convert of that data (`_narrow_alias`),
+    so that PyTorch still sees its dtype."""
+    alias = _narrow_alias(tensor)
+    if alias is not None:
+        return alias
+    resolved = mode or resolve_mode(None)
+    wide = tensor.dtype
+    _sync_tensors([("a tensor read in the step", tensor, False)], resolved, policy, _device())
+    narrowed = tensor.detach()
+    if narrowed.dtype is wide:
+        return narrowed
+    _xc.replace_data(tensor, narrowed.to(wide))
+    _BOUNDARY.put_alias(tensor, _xc.data_id(tensor), narrowed)
+    return narrowed
 
 
 _REFUSED: dict[int, tuple] = {}   # tensors a no-argument sync refused (ref, data id): not taken again
