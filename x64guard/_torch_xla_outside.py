@@ -162,7 +162,8 @@ def check_lazy_reads() -> None:
     message = (f"torch-xla compiled {new} graph(s) of its own since the previous x64guard.torch_xla.sync; they "
                "ran at full width, unnarrowed (64-bit types stay 64-bit there). A read of a pending tensor in the "
                "middle of a step (.item(), if tensor:, .all() in an if, .tolist(), .cpu(), print) makes torch-xla "
-               "compute it at once; so do torch_xla.sync() and ops torch-xla runs on the CPU. Move such reads after "
+               "compute it at once; so do torch_xla.sync() and ops torch-xla runs on the CPU. Run the step inside "
+               "`with x64guard.torch_xla.step():` (its reads then run narrowed), move such reads after "
                "x64guard.torch_xla.sync(...), or compile the forward with torch.compile(model, backend='x64guard') "
                "(Hugging Face's masking code skips its reads when traced)")
     _warn(Finding("lazy-read", Severity.WARNING, "sync", "the lazy step", message))
