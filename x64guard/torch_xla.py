@@ -60,7 +60,7 @@ from x64guard import _torch_xla_outside as _outside  # noqa: E402
 from x64guard._torch_xla_overflow import OverflowChecks, describe, guard  # noqa: E402
 from x64guard._torch_xla_rng import (STATE_LOCATION, RngStateError, RngStates, extract_rng_states,  # noqa: E402
                                      openxla_next_seed)  # noqa: E402
-from x64guard._torch_xla_source import SourceMap, locate_findings, run_node_by_node  # noqa: E402
+from x64guard._torch_xla_source import SourceMap, StackSourceMap, locate_findings, run_node_by_node  # noqa: E402
 from x64guard.api import NarrowResult, narrow  # noqa: E402
 from x64guard.errors import X64GuardError, X64GuardWarning  # noqa: E402
 from x64guard.findings import Finding, Severity, format_findings  # noqa: E402
@@ -1706,7 +1706,9 @@ def step(*, mode: "Mode | str | None" = None, overflow: str = "error") -> Iterat
     one-op graph). The scope is a torch function mode: every torch op in it pays a small
     Python call; do not wrap compiled functions in it."""
     resolved, policy = (None if mode is None else resolve_mode(mode)), resolve_overflow(overflow).value
-    with _outside.NarrowedReads(functools.partial(_read_narrowed, mode=resolved, policy=policy)):
+    # torch-xla records each op's Python stack meanwhile: findings of the step's graphs name its lines
+    with _outside.NarrowedReads(functools.partial(_read_narrowed, mode=resolved, policy=policy)), \
+            _xc.python_frames_recorded():
         yield
 
 
@@ -1909,12 +1911,15 @@ def _compile_lazy(pending: list[torch.Tensor], ids: list, values: list, mode: Mo
                   device: torch.device) -> _LazyProgram:
     device_str = str(device)
     _COUNTERS["traces"] += 1
-    with _torch_xla_failures("sync", "lowering the lazy graph"):
+    # the Python lines torch-xla recorded for the step's ops (inside xt.step()) reach the locations
+    with _torch_xla_failures("sync", "lowering the lazy graph"), _xc.python_frames_recorded():
         bytecode = _xc.stablehlo_bytecode(pending, device_str)
     module, text, seed_index, rng = _read_lowering(bytecode, ids, [t.dtype for t in pending])
+    sources = StackSourceMap(_xc.excluded_source_dirs())
+    sources.relocate(module)
     keep_wide = mode is Mode.ALLOW
     checks = guard(module) if not keep_wide else None
-    result = _narrow_module(module, mode, overflow, None)
+    result = _narrow_module(module, mode, overflow, sources)
     dtypes, in_types = [], []
     for k, value in enumerate(values):
         if k == seed_index:

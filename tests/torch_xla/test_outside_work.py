@@ -266,3 +266,16 @@ def test_opt_lazy_loop_in_step_compiles_nothing_64bit(tmp_path):
     assert modules, "XLA dumped nothing"
     wide = {path.name: wide_values_beside_rng_state(path.read_text()) for path in modules}
     assert not {name: lines for name, lines in wide.items() if lines}
+
+
+def test_lazy_findings_inside_step_name_the_user_line():
+    """torch-xla records each op's Python stack inside step(): sync's findings name the
+    model's line, not torch-xla's op (`loc("aten__mul")`, what they named before)."""
+    import inspect
+
+    ids = xt.to_device(torch.tensor([2_000_000_000, 3]))
+    with xt.step():
+        line = inspect.currentframe().f_lineno + 1
+        hashed = (ids * 37) % 4099                 # int32 cannot hold 2e9 * 37: refused, at this line
+    with pytest.raises(x64guard.X64GuardError, match=rf"int64 arithmetic at .*test_outside_work.py:{line} "):
+        xt.sync(hashed)
