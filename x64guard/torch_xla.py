@@ -1702,9 +1702,10 @@ def step(*, mode: "Mode | str | None" = None, overflow: str = "error") -> Iterat
     itself, at full width; inside `step()` x64guard runs it instead, narrowed as `sync`
     runs a step (once per graph, cached), and the read returns the narrowed value (an int64
     tensor's `.cpu()` is widened back to int64 on the host). The tensor keeps its dtype.
-    Printing a tensor is not intercepted (torch-xla converts its narrowed data back: a
-    one-op graph). The scope is a torch function mode: every torch op in it pays a small
-    Python call; do not wrap compiled functions in it."""
+    Printing a pending tensor is not intercepted (torch-xla computes it; the next sync
+    warns). Inside the scope torch-xla also records each op's Python stack, so that the
+    findings of `sync` name the model's lines. The scope is a torch function mode: every
+    torch op in it pays a small Python call; do not wrap compiled functions in it."""
     resolved, policy = (None if mode is None else resolve_mode(mode)), resolve_overflow(overflow).value
     # torch-xla records each op's Python stack meanwhile: findings of the step's graphs name its lines
     with _outside.NarrowedReads(functools.partial(_read_narrowed, mode=resolved, policy=policy)), \
