@@ -17,10 +17,12 @@ Two paths leave work to torch-xla itself, which compiles it at full width:
   two graphs). Each warning is located at the break's line or the skipped frame.
 * **the lazy loop**: a mid-step read of a pending tensor (`.item()`, `if mask.all():`,
   `.tolist()`, `.cpu()`, printing) makes torch-xla compile and run that tensor's graph
-  itself, before `x64guard.torch_xla.sync` sees it. No Python hook exists there (the read
-  goes straight to C++), so `sync` compares torch-xla's compile counter with the compiles
-  x64guard asked for (`_torch_xla_compat.own_compile_count`) and reports the difference: one `lazy-read` warning per
-  sync that follows such compiles.
+  itself, before `x64guard.torch_xla.sync` sees it; the read goes straight to C++, with no
+  hook. Inside `x64guard.torch_xla.step()` a torch function mode (`NarrowedReads`) catches
+  the reads in Python and runs the tensor's graph narrowed first. Outside it, `sync`
+  compares torch-xla's compile counter with the compiles x64guard asked for
+  (`_torch_xla_compat.own_compile_count`): one `lazy-read` warning per sync that follows
+  compiles of torch-xla's own.
 """
 
 from __future__ import annotations

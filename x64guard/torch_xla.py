@@ -67,8 +67,8 @@ from x64guard.findings import Finding, Severity, format_findings  # noqa: E402
 from x64guard.modes import Mode, resolve_mode, resolve_overflow  # noqa: E402
 from x64guard.passes.tables import NARROW_TORCH_DTYPE  # noqa: E402
 
-__all__ = ["backend", "compile", "narrow_exported", "to_device", "sync", "step", "NarrowedProgram", "NARROW_DTYPE", "counters",
-           "TorchXlaFailure"]
+__all__ = ["backend", "compile", "narrow_exported", "to_device", "sync", "step", "NarrowedProgram", "NARROW_DTYPE",
+           "counters", "TorchXlaFailure"]
 
 BACKEND_NAME = "x64guard"
 
