@@ -179,6 +179,9 @@ _VALUE_READS = frozenset({_TENSOR.item, _TENSOR.__bool__, _TENSOR.__int__, _TENS
                           _TENSOR.tolist})
 # reads that return a host tensor: widened on the host to the dtype the caller sees
 _HOST_READS = frozenset({_TENSOR.cpu, _TENSOR.to})
+# ops whose result's shape depends on their input's values: torch-xla executes the input
+# (DeBERTa-v2's loss: `(labels >= 0).nonzero()`); indices, whatever the input's dtype
+_INDEX_READS = frozenset({torch.nonzero, _TENSOR.nonzero, torch.argwhere, _TENSOR.argwhere})
 
 
 class NarrowedReads(TorchFunctionMode):
@@ -202,6 +205,8 @@ class NarrowedReads(TorchFunctionMode):
             if func in _HOST_READS and narrowed.dtype is not tensor.dtype and not _names_dtype(args[1:], kwargs):
                 result = result.to(tensor.dtype)   # on the host: eager's dtype, no 64-bit device graph
             return result
+        if func in _INDEX_READS and args and _pending_xla(args[0]):
+            return func(self._read_narrowed(args[0]), *args[1:], **kwargs)
         return func(*args, **kwargs)
 
 

@@ -1698,7 +1698,8 @@ def step(*, mode: "Mode | str | None" = None, overflow: str = "error") -> Iterat
             x64guard.torch_xla.sync(model, optimizer, loss)
 
     A read of a pending XLA tensor (`.item()`, `bool(t)` / `if t:`, `int(t)`, `float(t)`,
-    `.tolist()`, `.cpu()`, `.to("cpu")`) makes torch-xla compile and run that tensor's graph
+    `.tolist()`, `.cpu()`, `.to("cpu")`, and `nonzero()`, whose shape needs the values) makes
+    torch-xla compile and run that tensor's graph
     itself, at full width; inside `step()` x64guard runs it instead, narrowed as `sync`
     runs a step (once per graph, cached), and the read returns the narrowed value (an int64
     tensor's `.cpu()` is widened back to int64 on the host). The tensor keeps its dtype.

@@ -5,12 +5,12 @@ or said out loud, never silent.
   narrowed (dynamo skipped it before: 0 graphs, the forward at 64 bits); a frame dynamo
   gives no graph for warns, at the frame; int64 work run eagerly between two graphs (a
   graph break) warns, at the break's line;
-* the lazy loop: a mid-step read (`if padding.max() > 0:`, `int(t)`, `.cpu()`) on int64
-  data warns at the next `sync` (`lazy-read`); inside `x64guard.torch_xla.step()` the reads
+* the lazy loop: a mid-step read (`if padding.max() > 0:`, `int(t)`, `.cpu()`, `nonzero()`)
+  on int64 data warns at the next `sync` (`lazy-read`); inside `x64guard.torch_xla.step()` the reads
   run narrowed instead, torch-xla compiles nothing itself, and the values equal eager's.
   A tiny OPT trained lazily in a child process: XLA's dump of every module compiled holds no
   64-bit type with `step()` (without it, Hugging Face's `padding_mask.all()` made one s64
-  module).
+  module; M2M100 and DeBERTa-v2 were measured the same way, not tested here).
 """
 
 from __future__ import annotations
@@ -140,7 +140,8 @@ class Masked(nn.Module):
             states = states * (padding > 0).unsqueeze(-1)
         count = int(padding[:, -1].sum())                  # int of a pending int64 value
         host = padding.cpu()                               # a pending int64 tensor to the host
-        loss = F.cross_entropy(self.head(states).flatten(0, 1), ids.flatten() % 4) * (count / 10)
+        kept = (padding > 2).nonzero()                     # torch-xla executes the input for the shape
+        loss = F.cross_entropy(self.head(states).flatten(0, 1), ids.flatten() % 4) * (count / 10) * len(kept)
         return loss, host
 
 
@@ -194,7 +195,7 @@ def test_mid_step_reads_in_the_lazy_loop_warn_once():
         xt.sync()     # what other tests left pending or compiled is not this loop's
     losses, host, dtype, found = train_lazily(use_step=False)
     assert len(found) == 1, found                   # the first step's graphs; later steps reuse them
-    assert "torch-xla compiled 3 graph(s) of its own" in found[0] and "x64guard.torch_xla.step()" in found[0]
+    assert "torch-xla compiled 4 graph(s) of its own" in found[0] and "x64guard.torch_xla.step()" in found[0]
     eager_losses, eager_host = train_eagerly()
     assert losses == pytest.approx(eager_losses, rel=1e-5)
     assert host == eager_host and dtype == torch.int64
