@@ -218,9 +218,21 @@ def graph_hash(tensors: Sequence) -> bytes:
     return _xlac()._get_graph_hash(list(tensors))
 
 
+_OWN_COMPILES = [0]   # compiles x64guard asked torch-xla for (warm_up): the rest are torch-xla's own
+
+
 def warm_up(tensors: Sequence) -> None:
     """Compile the graph rooted at `tensors` into torch-xla's computation cache."""
-    _xlac()._xla_warm_up_cache(list(tensors), [])
+    before = compile_count()
+    try:
+        _xlac()._xla_warm_up_cache(list(tensors), [])
+    finally:
+        _OWN_COMPILES[0] += compile_count() - before
+
+
+def own_compile_count() -> int:
+    """How many of torch-xla's compiles (`compile_count`) x64guard's `warm_up` caused."""
+    return _OWN_COMPILES[0]
 
 
 def run_cached(graph: bytes, inputs: Sequence) -> list:
@@ -298,3 +310,75 @@ def pending_tensor_report(device: str) -> list[tuple[int, str]]:
         if match is not None and int(match.group(3)) > 1:   # one node: device data, nothing to compute
             found.append((int(match.group(1)), match.group(2)))
     return found
+
+
+def pending_tensor_ir(device: str) -> dict[int, tuple[str, str]]:
+    """torch-xla tensor id -> (shape, IR text) of every live XLA tensor holding pending IR
+    on `device` (the report `pending_tensor_report` reads; the IR names each node's type,
+    `s64[2,5]{1,0} aten::mul`)."""
+    text = _xlac()._xla_tensors_report(0, device)
+    found: dict[int, tuple[str, str]] = {}
+    header, lines = None, []
+    for line in text.splitlines() + ["Tensor: id=-1, shape=, device=, ir_nodes=0"]:
+        match = _REPORT_TENSOR.match(line)
+        if match is None:
+            lines.append(line)
+            continue
+        if header is not None and int(header.group(3)) > 1:   # one node: device data, nothing to compute
+            found[int(header.group(1))] = (header.group(2), "\n".join(lines))
+        header, lines = match, []
+    return found
+
+
+# ----------------------------------------------------------------------------- dynamo
+
+def compiling_frame():
+    """(the backend, the code object) dynamo is compiling a frame for, when called from
+    inside one of dynamo's compile callbacks (`torch._dynamo.callback_handler`), else
+    (None, None). Seen in torch 2.9.0: the callbacks run inside
+    `torch._dynamo.convert_frame._compile`, whose arguments `code` and `compiler_fn` are the
+    frame's code and the backend wrapped by dynamo (`WrapBackendDebug._torchdynamo_orig_backend`)
+    and by torch.compile (`_TorchCompileWrapper.compiler_fn`); unwrapped here."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "_compile" and code.co_filename.endswith("convert_frame.py"):
+            break
+        frame = frame.f_back
+    if frame is None:
+        return None, None
+    backend, code = frame.f_locals.get("compiler_fn"), frame.f_locals.get("code")
+    for _ in range(8):   # a few layers of wrappers at most
+        inner = getattr(backend, "_torchdynamo_orig_backend", None) or getattr(backend, "compiler_fn", None) or \
+            getattr(backend, "func", None)   # functools.partial
+        if inner is None or inner is backend:
+            break
+        backend = inner
+    return backend, code
+
+
+def dynamo_records() -> tuple[list, dict[str, int]]:
+    """(dynamo's graph-break reasons so far: `GraphCompileReason`s with `.reason` and
+    `.user_stack`; what it gave up on, code it could not trace, with counts: its
+    `counters['unimplemented']`), as torch 2.9.0 records them."""
+    from torch._dynamo import utils
+
+    return utils.graph_break_reasons, dict(utils.counters["unimplemented"])
+
+
+def compile_callbacks(start, end) -> None:
+    """Register `start` and `end` (each called with dynamo's CallbackArgs) around every frame
+    dynamo compiles, once: torch._dynamo.reset() clears them, so callers arm them again."""
+    handler = torch_dynamo_callback_handler()
+    if start not in handler.start_callbacks:
+        handler.register_start_callback(start)
+    if end not in handler.end_callbacks:
+        handler.register_end_callback(end)
+
+
+def torch_dynamo_callback_handler():
+    from torch._dynamo.callback import callback_handler
+
+    return callback_handler

@@ -208,3 +208,41 @@ def locate_findings(findings: Sequence[Finding], sources: "SourceMap | None") ->
         else:
             merged[key] = dataclasses.replace(finding, location=location)
     return list(merged.values())
+
+
+_CALLSITE_FRAME = re.compile(r'"([^"]+)":(\d+):\d+')
+
+
+class StackSourceMap:
+    """For graphs traced from Python directly, with no FX graph (the lazy loop): torch-xla
+    recorded the Python stack of each IR node (innermost frame first in the callsite
+    location); each op gets the location of the innermost frame outside PyTorch, torch-xla
+    and x64guard (the model's line, `modeling_opt.py:...` for library models). Used as a
+    `SourceMap` by `locate_findings` (no module paths: `at_line` stays empty)."""
+
+    def __init__(self, excluded: Sequence[str]):
+        self._excluded = tuple(excluded) + _LIBRARY_DIRS
+        self.at_line: dict[tuple[str, int], list[NodeSource]] = {}
+
+    def relocate(self, module: ir.Module) -> int:
+        cache: dict[str, ir.Location | None] = {}
+        count = 0
+        with module.context:
+            def visit(op):
+                nonlocal count
+                text = str(op.location)
+                if text not in cache:
+                    cache[text] = self._location_for(text)
+                if cache[text] is not None:
+                    op.location = cache[text]
+                    count += 1
+                return ir.WalkResult.ADVANCE
+
+            module.operation.walk(visit)
+        return count
+
+    def _location_for(self, text: str) -> "ir.Location | None":
+        for file, line in _CALLSITE_FRAME.findall(text):
+            if not os.path.abspath(file).startswith(self._excluded) and not file.startswith("<frozen"):
+                return ir.Location.file(file, int(line), 0)
+        return None

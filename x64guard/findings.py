@@ -112,6 +112,8 @@ class Kind(enum.StrEnum):
     SYNC_64BIT_TENSOR = "sync-64bit-tensor"
     INTEGER_OVERFLOW = "integer-overflow"
     SYNC_PENDING = "sync-pending"
+    OUTSIDE_GRAPH = "outside-graph"
+    LAZY_READ = "lazy-read"
     INTERNAL = "internal"
 
 
@@ -192,6 +194,10 @@ KIND_TABLE: dict[Kind, tuple[str, str, str]] = {
                                                   "run time (eager PyTorch would not wrap): refused, never wrapped"),
     Kind.SYNC_PENDING: ("warning", "torch-xla", "XLA tensors x64guard.torch_xla.sync could not run narrowed stay "
                                                 "pending; torch-xla would compute them at full width"),
+    Kind.OUTSIDE_GRAPH: ("warning", "torch-xla", "dynamo left 64-bit work outside the graphs it gave the backend "
+                                                 "(a graph break, skipped code); torch-xla runs it unnarrowed"),
+    Kind.LAZY_READ: ("warning", "torch-xla", "torch-xla compiled graphs of its own between two lazy syncs (a mid-step "
+                                             "read); they ran unnarrowed"),
     Kind.INTERNAL: ("error", "torch-xla", "x64guard could not map the graph's inputs"),
 }
 

@@ -58,19 +58,20 @@ from torch.utils import _pytree as pytree  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from x64guard import mlir as xmlir  # noqa: E402
+from x64guard import _torch_xla_outside as _outside  # noqa: E402
 from x64guard._torch_xla_overflow import OverflowChecks, describe, guard  # noqa: E402
 from x64guard._torch_xla_rng import (STATE_LOCATION, RngStateError, RngStates, extract_rng_states,  # noqa: E402
                                      openxla_next_seed)  # noqa: E402
 from x64guard import _torch_xla_mixed  # noqa: E402
-from x64guard._torch_xla_source import SourceMap, locate_findings, run_node_by_node  # noqa: E402
+from x64guard._torch_xla_source import SourceMap, StackSourceMap, locate_findings, run_node_by_node  # noqa: E402
 from x64guard.api import NarrowResult, narrow  # noqa: E402
 from x64guard.errors import X64GuardError, X64GuardWarning  # noqa: E402
 from x64guard.findings import Finding, Severity, format_findings  # noqa: E402
 from x64guard.modes import Mode, resolve_mode, resolve_overflow  # noqa: E402
 from x64guard.passes.tables import NARROW_TORCH_DTYPE  # noqa: E402
 
-__all__ = ["backend", "compile", "narrow_exported", "to_device", "sync", "NarrowedProgram", "NARROW_DTYPE", "counters",
-           "TorchXlaFailure"]
+__all__ = ["backend", "compile", "narrow_exported", "to_device", "sync", "step", "NarrowedProgram", "NARROW_DTYPE",
+           "counters", "TorchXlaFailure"]
 
 BACKEND_NAME = "x64guard"
 
@@ -1201,6 +1202,7 @@ class _CompiledGraph:
             with self._lock:
                 spec = self._cache.get(key)
                 if spec is None:
+                    _outside.note_pending_inputs(args, self._paths, _is_alias)
                     run, nodes = _run_located(self._gm)
                     with _narrowing_for(self._target):
                         spec = _trace(run, args, self._paths, _graph_attributes(self._gm), mode, self._overflow,
@@ -1286,6 +1288,10 @@ def _graph_for(gm: torch.fx.GraphModule, mode: Mode | None, overflow: str, *, ro
 _COMPILED_GRAPHS: list[weakref.ref] = []   # in the order the backend compiled them
 
 
+def _is_alias(x: torch.Tensor) -> bool:
+    return _narrow_alias(x) is not None
+
+
 def _register_graph(graph: _CompiledGraph) -> None:
     _COMPILED_GRAPHS[:] = [ref for ref in _COMPILED_GRAPHS if ref() is not None] + [weakref.ref(graph)]
 
@@ -1366,6 +1372,8 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence, *, mode: "Mode |
     if options:
         raise TypeError(f"x64guard backend: unknown option(s) {sorted(options)}; it takes 'mode', 'overflow' "
                         "and 'target'")
+    _outside.arm()
+    _outside.note_graph()
     resolved = None if mode is None else resolve_mode(mode)
     policy = resolve_overflow(overflow).value
     needs_grad = torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad
@@ -1373,6 +1381,11 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence, *, mode: "Mode |
     if needs_grad or _mutates(gm):
         return _autograd_backend(gm, example_inputs, resolved, policy, target)
     return _graph_for(gm, resolved, policy, target=target)
+
+
+# dynamo's compile callbacks recognise frames compiled for it: RNN modules are traced there,
+# and 64-bit work dynamo leaves outside the graphs is reported (_torch_xla_outside)
+backend._x64guard_backend = True
 
 
 def compile(model: Callable, *, mode: "Mode | str | None" = None, overflow: str = "error", target: str = "x32",
@@ -1387,6 +1400,9 @@ def compile(model: Callable, *, mode: "Mode | str | None" = None, overflow: str 
 
     def x64guard_backend(gm, example_inputs, **kwargs):
         return backend(gm, example_inputs, mode=resolved, overflow=policy, target=target, **kwargs)
+
+    x64guard_backend._x64guard_backend = True
+    _outside.arm()
 
     compiled = torch.compile(model, backend=x64guard_backend, **compile_kwargs)
 
@@ -1425,6 +1441,8 @@ def _register_backend() -> None:
 
 
 _register_backend()
+_outside.start_lazy_count()
+_outside.arm()
 
 
 # ============================================================================ exported programs
@@ -1586,6 +1604,7 @@ def to_device(obj: Any, device: "torch.device | str | None" = None):
         compiled = torch.compile(model, backend="x64guard")
         compiled(**batch)
     """
+    _outside.arm()   # what usually precedes torch.compile(..., backend="x64guard"), after any dynamo reset
     target = torch.device(device) if device is not None else _device()
     if isinstance(obj, torch.nn.Module):
         return _module_to_device(obj, target)
@@ -1687,6 +1706,8 @@ def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") 
     must already be 32-bit (move models with `to_device`): a 64-bit one is refused, not
     narrowed behind the model's back.
     """
+    _outside.check_lazy_reads()      # torch-xla's own compiles since the previous sync: said, never silent
+    _outside.arm()
     resolved = resolve_mode(mode)
     policy = resolve_overflow(overflow).value
     device = _device()
@@ -1709,6 +1730,53 @@ def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") 
         import warnings
 
         warnings.warn(X64GuardWarning(f"x64guard.torch_xla.sync: {finding.message}"), stacklevel=2)
+
+
+@contextlib.contextmanager
+def step(*, mode: "Mode | str | None" = None, overflow: str = "error") -> Iterator[None]:
+    """A lazy step whose mid-step reads run narrowed:
+
+        for batch in batches:
+            with x64guard.torch_xla.step():
+                loss = model(**batch).loss     # Hugging Face's masks read `padding_mask.all()`
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            x64guard.torch_xla.sync(model, optimizer, loss)
+
+    A read of a pending XLA tensor (`.item()`, `bool(t)` / `if t:`, `int(t)`, `float(t)`,
+    `.tolist()`, `.cpu()`, `.to("cpu")`, and `nonzero()`, whose shape needs the values) makes
+    torch-xla compile and run that tensor's graph
+    itself, at full width; inside `step()` x64guard runs it instead, narrowed as `sync`
+    runs a step (once per graph, cached), and the read returns the narrowed value (an int64
+    tensor's `.cpu()` is widened back to int64 on the host). The tensor keeps its dtype.
+    Printing a pending tensor is not intercepted (torch-xla computes it; the next sync
+    warns). Inside the scope torch-xla also records each op's Python stack, so that the
+    findings of `sync` name the model's lines. The scope is a torch function mode: every
+    torch op in it pays a small Python call; do not wrap compiled functions in it."""
+    resolved, policy = (None if mode is None else resolve_mode(mode)), resolve_overflow(overflow).value
+    # torch-xla records each op's Python stack meanwhile: findings of the step's graphs name its lines
+    with _outside.NarrowedReads(functools.partial(_read_narrowed, mode=resolved, policy=policy)), \
+            _xc.python_frames_recorded():
+        yield
+
+
+def _read_narrowed(tensor: torch.Tensor, *, mode: Mode | None, policy: str) -> torch.Tensor:
+    """Run `tensor`'s pending graph narrowed; return its narrowed device data. A tensor
+    narrowed to another dtype becomes a pending convert of that data (`_narrow_alias`),
+    so that PyTorch still sees its dtype."""
+    alias = _narrow_alias(tensor)
+    if alias is not None:
+        return alias
+    resolved = mode or resolve_mode(None)
+    wide = tensor.dtype
+    _sync_tensors([("a tensor read in the step", tensor, False)], resolved, policy, _device())
+    narrowed = tensor.detach()
+    if narrowed.dtype is wide:
+        return narrowed
+    _xc.replace_data(tensor, narrowed.to(wide))
+    _BOUNDARY.put_alias(tensor, _xc.data_id(tensor), narrowed)
+    return narrowed
 
 
 _REFUSED: dict[int, tuple] = {}   # tensors a no-argument sync refused (ref, data id): not taken again
@@ -1892,12 +1960,15 @@ def _compile_lazy(pending: list[torch.Tensor], ids: list, values: list, mode: Mo
                   device: torch.device) -> _LazyProgram:
     device_str = str(device)
     _COUNTERS["traces"] += 1
-    with _torch_xla_failures("sync", "lowering the lazy graph"):
+    # the Python lines torch-xla recorded for the step's ops (inside xt.step()) reach the locations
+    with _torch_xla_failures("sync", "lowering the lazy graph"), _xc.python_frames_recorded():
         bytecode = _xc.stablehlo_bytecode(pending, device_str)
     module, text, seed_index, rng = _read_lowering(bytecode, ids, [t.dtype for t in pending])
+    sources = StackSourceMap(_xc.excluded_source_dirs())
+    sources.relocate(module)
     keep_wide = mode is Mode.ALLOW
     checks = guard(module) if not keep_wide else None
-    result = _narrow_module(module, mode, overflow, None)
+    result = _narrow_module(module, mode, overflow, sources)
     dtypes, in_types = [], []
     for k, value in enumerate(values):
         if k == seed_index:

@@ -1,0 +1,282 @@
+"""64-bit work torch-xla would run outside x64guard's programs (issue 25, item 4): narrowed,
+or said out loud, never silent.
+
+* the backend under plain `torch.compile(backend="x64guard")`: an LSTM tagger is traced and
+  narrowed (dynamo skipped it before: 0 graphs, the forward at 64 bits); a frame dynamo
+  gives no graph for warns, at the frame; int64 work run eagerly between two graphs (a
+  graph break) warns, at the break's line;
+* the lazy loop: a mid-step read (`if padding.max() > 0:`, `int(t)`, `.cpu()`, `nonzero()`)
+  on int64 data warns at the next `sync` (`lazy-read`); inside `x64guard.torch_xla.step()` the reads
+  run narrowed instead, torch-xla compiles nothing itself, and the values equal eager's.
+  A tiny OPT trained lazily in a child process: XLA's dump of every module compiled holds no
+  64-bit type with `step()` (without it, Hugging Face's `padding_mask.all()` made one s64
+  module; M2M100 and DeBERTa-v2 were measured the same way, not tested here).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import x64guard
+import x64guard.torch_xla as xt
+from x64guard import _torch_xla_compat as _xc
+from tests.torch_xla.common import run_python, wide_values_beside_rng_state
+
+
+def outside_warnings(caught, kind: str) -> list[str]:
+    return [str(w.message) for w in caught if str(w.message).endswith(f"[{kind}]")]
+
+
+class LSTMTagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(50, 8)
+        self.lstm = nn.LSTM(8, 8, batch_first=True)
+        self.head = nn.Linear(8, 4)
+        self.double()                     # float64 weights: what ran eagerly at 64 bits before
+
+    def forward(self, ids):
+        states, _ = self.lstm(self.embed(ids))
+        return self.head(states).argmax(-1)
+
+
+def test_lstm_tagger_under_plain_torch_compile_is_traced_and_narrowed():
+    torch.manual_seed(0)
+    cpu = LSTMTagger()
+    ids = torch.randint(0, 50, (2, 5))
+    torch._dynamo.reset()
+    before = xt.counters()["traces"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", x64guard.X64GuardWarning)
+        tags = torch.compile(xt.to_device(cpu), backend="x64guard")(xt.to_device(ids))
+    assert xt.counters()["traces"] > before             # a graph, not the forward run eagerly by nobody
+    assert tags.dtype == torch.int32                     # narrowed, as the backend's outputs are
+    assert tags.cpu().tolist() == cpu(ids).tolist()
+    assert torch._dynamo.config.allow_rnn is False       # set for x64guard's frames only, and restored
+
+
+@pytest.fixture
+def contextmanager_scope():
+    import contextlib
+
+    @contextlib.contextmanager
+    def scope():
+        yield
+
+    return scope
+
+
+def test_a_frame_dynamo_gives_no_graph_warns_at_the_frame(contextmanager_scope):
+    class Hashed(nn.Module):
+        def forward(self, ids):
+            with contextmanager_scope():           # dynamo cannot break a graph inside it: the frame is skipped
+                torch._dynamo.graph_break()
+                return (ids * 31 + 7) % 13
+
+    ids = torch.randint(0, 50, (2, 5))
+    torch._dynamo.reset()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = torch.compile(Hashed(), backend="x64guard")(xt.to_device(ids))
+    found = outside_warnings(caught, "outside-graph")
+    assert len(found) == 1, found
+    assert "no graph for a frame" in found[0] and "test_outside_work.py" in found[0] and "[forward]" in found[0]
+    assert out.cpu().tolist() == ((ids * 31 + 7) % 13).tolist()
+
+
+@torch._dynamo.disable
+def eager_positions(ids):
+    return (torch.arange(ids.shape[1], device=ids.device) * 3 + ids) % 7     # int64, eagerly on torch-xla
+
+
+class BrokenTagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(50, 8)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, ids):
+        states = self.embed(ids)
+        positions = eager_positions(ids)           # a graph break: int64 work between two graphs
+        return self.head(states).argmax(-1) + positions
+
+
+def test_int64_work_between_two_graphs_warns_at_the_break():
+    torch.manual_seed(0)
+    cpu = BrokenTagger()
+    ids = torch.randint(0, 50, (2, 5))
+    torch._dynamo.reset()
+    compiled = torch.compile(xt.to_device(cpu), backend="x64guard")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = compiled(xt.to_device(ids))
+        second = compiled(xt.to_device(ids))
+    found = outside_warnings(caught, "outside-graph")
+    assert len(found) == 1, found                   # once, at the graph's first call
+    assert "int64[2, 5]" in found[0] and "test_outside_work.py" in found[0]
+    assert "torch.compiler.disable" in found[0]      # dynamo's reason for the break
+    expected = cpu(ids).tolist()
+    assert first.cpu().tolist() == expected and second.cpu().tolist() == expected
+
+
+class Masked(nn.Module):
+    """Reads int64 values in the middle of the step, as Hugging Face's masking code does."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(50, 8)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, ids, mask):
+        states = self.embed(ids)
+        padding = mask.long().cumsum(-1)                   # int64 work
+        if padding.max() > 0:                              # bool of a pending int64 comparison
+            states = states * (padding > 0).unsqueeze(-1)
+        count = int(padding[:, -1].sum())                  # int of a pending int64 value
+        host = padding.cpu()                               # a pending int64 tensor to the host
+        kept = (padding > 2).nonzero()                     # torch-xla executes the input for the shape
+        loss = F.cross_entropy(self.head(states).flatten(0, 1), ids.flatten() % 4) * (count / 10) * len(kept)
+        return loss, host
+
+
+BATCH = {"ids": torch.tensor([[3, 14, 15, 9, 26, 5], [35, 8, 9, 7, 9, 3]]),
+         "mask": torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]])}
+
+
+def train_lazily(use_step: bool) -> tuple[list[float], list, torch.dtype, list]:
+    torch.manual_seed(0)
+    model = xt.to_device(Masked())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    batch = xt.to_device(BATCH)
+    losses = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            with xt.step() if use_step else _nothing():
+                loss, host = model(**batch)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            xt.sync(model, optimizer, loss)
+            losses.append(loss.item())
+        xt.sync()                                   # the count of a step that follows
+    return losses, host.tolist(), host.dtype, outside_warnings(caught, "lazy-read")
+
+
+def _nothing():
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
+def train_eagerly() -> tuple[list[float], list]:
+    torch.manual_seed(0)
+    model = Masked()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    losses = []
+    for _ in range(3):
+        loss, host = model(**BATCH)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    return losses, host.tolist()
+
+
+def test_mid_step_reads_in_the_lazy_loop_warn_once():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", x64guard.X64GuardWarning)
+        xt.sync()     # what other tests left pending or compiled is not this loop's
+    losses, host, dtype, found = train_lazily(use_step=False)
+    assert len(found) == 1, found                   # the first step's graphs; later steps reuse them
+    assert "torch-xla compiled 4 graph(s) of its own" in found[0] and "x64guard.torch_xla.step()" in found[0]
+    eager_losses, eager_host = train_eagerly()
+    assert losses == pytest.approx(eager_losses, rel=1e-5)
+    assert host == eager_host and dtype == torch.int64
+
+
+def test_mid_step_reads_inside_step_run_narrowed():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", x64guard.X64GuardWarning)
+        xt.sync()
+    compiles, own = _xc.compile_count(), _xc.own_compile_count()
+    losses, host, dtype, found = train_lazily(use_step=True)
+    assert not found
+    assert _xc.compile_count() - compiles == _xc.own_compile_count() - own   # torch-xla compiled nothing itself
+    eager_losses, eager_host = train_eagerly()
+    assert losses == pytest.approx(eager_losses, rel=1e-5)
+    assert host == eager_host and dtype == torch.int64          # the read keeps PyTorch's dtype
+
+
+OPT_CHILD = r"""
+import copy, json, warnings
+import torch, torch_xla
+from transformers import OPTConfig, OPTForCausalLM
+import x64guard, x64guard.torch_xla as xt
+torch.manual_seed(0)
+config = OPTConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, ffn_dim=32, num_attention_heads=2,
+                   max_position_embeddings=32, word_embed_proj_dim=16, dropout=0.0, attention_dropout=0.0,
+                   activation_dropout=0.0, layerdrop=0.0)
+cpu_model = OPTForCausalLM(config)
+eager_model = copy.deepcopy(cpu_model)
+ids = torch.randint(3, 64, (2, 6))
+mask = torch.ones(2, 6, dtype=torch.long)
+mask[1, 4:] = 0                                  # padding: the masking code reads padding_mask.all()
+batch = {"input_ids": ids, "attention_mask": mask, "labels": ids}
+model = xt.to_device(cpu_model)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+device_batch = xt.to_device(batch)
+losses = []
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for _ in range(2):
+        with xt.step():
+            loss = model(**device_batch).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        xt.sync(model, optimizer, loss)
+        losses.append(loss.item())
+lazy_read = [str(w.message) for w in caught if "[lazy-read]" in str(w.message)]
+eager_optimizer = torch.optim.SGD(eager_model.parameters(), lr=0.1)
+eager = []
+for _ in range(2):
+    loss = eager_model(**batch).loss
+    loss.backward()
+    eager_optimizer.step()
+    eager_optimizer.zero_grad()
+    eager.append(loss.item())
+print(json.dumps({"losses": losses, "eager": eager, "lazy_read": lazy_read}))
+"""
+
+
+def test_opt_lazy_loop_in_step_compiles_nothing_64bit(tmp_path):
+    dump = tmp_path / "dump"
+    proc = run_python(OPT_CHILD, env={"XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert not report["lazy_read"]
+    assert report["losses"] == pytest.approx(report["eager"], rel=1e-5)
+    modules = sorted(dump.glob("*.before_optimizations.txt"))
+    assert modules, "XLA dumped nothing"
+    wide = {path.name: wide_values_beside_rng_state(path.read_text()) for path in modules}
+    assert not {name: lines for name, lines in wide.items() if lines}
+
+
+def test_lazy_findings_inside_step_name_the_user_line():
+    """torch-xla records each op's Python stack inside step(): sync's findings name the
+    model's line, not torch-xla's op (`loc("aten__mul")`, what they named before)."""
+    import inspect
+
+    ids = xt.to_device(torch.tensor([2_000_000_000, 3]))
+    with xt.step():
+        line = inspect.currentframe().f_lineno + 1
+        hashed = (ids * 37) % 4099                 # int32 cannot hold 2e9 * 37: refused, at this line
+    with pytest.raises(x64guard.X64GuardError, match=rf"int64 arithmetic at .*test_outside_work.py:{line} "):
+        xt.sync(hashed)

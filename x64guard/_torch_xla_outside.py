@@ -1,0 +1,227 @@
+"""64-bit work that torch-xla runs outside x64guard's programs: narrowed where x64guard can,
+said out loud where it cannot (issue 25, item 4).
+
+Two paths leave work to torch-xla itself, which compiles it at full width:
+
+* **the backend**: dynamo runs what it cannot trace eagerly on torch-xla, between or after
+  the graphs it gives x64guard (a graph break; `nn.LSTM`/`GRU`/`RNN`, which dynamo skips
+  unless `torch._dynamo.config.allow_rnn` is set: the whole forward then ran at 64 bits, 0
+  graphs, no word). torch.compile hands dynamo its own wrapper of the backend, so no
+  per-call hook of the backend survives (`backend_ctx_ctor` is dropped); dynamo's compile
+  callbacks see every frame it compiles, and `_torch_xla_compat.compiling_frame` says for
+  which backend. For x64guard's frames, `_on_compile_start` turns `allow_rnn` on (the RNN is
+  traced and narrowed, as `x64guard.torch_xla.compile` already did; restored at the frame's
+  end); `_on_compile_end` records the graph breaks and warns (`outside-graph`) about a
+  model frame dynamo gave no graph for; and a compiled graph's first call warns when an
+  input was computed eagerly with 64-bit types (`note_pending_inputs`: the code between
+  two graphs). Each warning is located at the break's line or the skipped frame.
+* **the lazy loop**: a mid-step read of a pending tensor (`.item()`, `if mask.all():`,
+  `.tolist()`, `.cpu()`, printing) makes torch-xla compile and run that tensor's graph
+  itself, before `x64guard.torch_xla.sync` sees it; the read goes straight to C++, with no
+  hook. Inside `x64guard.torch_xla.step()` a torch function mode (`NarrowedReads`) catches
+  the reads in Python and runs the tensor's graph narrowed first. Outside it, `sync`
+  compares torch-xla's compile counter with the compiles x64guard asked for
+  (`_torch_xla_compat.own_compile_count`): one `lazy-read` warning per sync that follows
+  compiles of torch-xla's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import threading
+import warnings
+from typing import Sequence
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from x64guard import _torch_xla_compat as _xc
+from x64guard import _user_line
+from x64guard.errors import X64GuardWarning
+from x64guard.findings import Finding, Location, Severity
+
+_WIDE_TYPE = re.compile(r"\b(?:s64|u64|f64|c128)\[")
+_COMPILE = threading.local()   # the x64guard frame compile in progress on this thread
+_RECENT_BREAKS: list[tuple[str, str | None, int | None]] = []   # (reason, file, line) of x64guard frames, newest last
+_GRAPHS = [0]   # graphs dynamo gave the backend (backend() calls)
+
+
+# ============================================================================ the backend
+
+def is_x64guard_backend(backend) -> bool:
+    return bool(getattr(backend, "_x64guard_backend", False))
+
+
+def arm() -> None:
+    """Register the compile callbacks (again: torch._dynamo.reset() clears them); every
+    entry point of x64guard.torch_xla calls this."""
+    _xc.compile_callbacks(_on_compile_start, _on_compile_end)
+
+
+def note_graph() -> None:
+    _GRAPHS[0] += 1
+
+
+def _on_compile_start(args) -> None:
+    """Before dynamo traces a frame for backend='x64guard': RNN modules are traced (dynamo
+    skips nn.LSTM/GRU/RNN unless allow_rnn is set: the whole forward then ran eagerly at 64
+    bits, 0 graphs), restored when the frame is compiled."""
+    if getattr(_COMPILE, "state", None) is not None:
+        return
+    backend, code = _xc.compiling_frame()
+    if not is_x64guard_backend(backend):
+        return
+    # frames of PyTorch's and x64guard's own code (a weakref callback dynamo meets) are not the model's
+    library = code is None or code.co_filename.startswith((_user_line.PACKAGE_DIR, *_xc.excluded_source_dirs()))
+    patch = torch._dynamo.config.patch(allow_rnn=True)
+    patch.__enter__()
+    reasons, skips = _xc.dynamo_records()
+    _COMPILE.state = (patch, len(reasons), skips, _GRAPHS[0], library, code)
+
+
+def _on_compile_end(args) -> None:
+    state = getattr(_COMPILE, "state", None)
+    if state is None:
+        return
+    _COMPILE.state = None
+    patch, breaks_before, skips_before, graphs_before, library, code = state
+    patch.__exit__(None, None, None)
+    reasons, skips = _xc.dynamo_records()
+    for reason in reasons[breaks_before:]:
+        frame = reason.user_stack[-1] if reason.user_stack else None
+        first = reason.reason.strip().splitlines()[0] if reason.reason.strip() else "a graph break"
+        _RECENT_BREAKS.append((first, frame.filename if frame else None, frame.lineno if frame else None))
+    del _RECENT_BREAKS[:-8]
+    gave_up = [key.strip().splitlines()[0] for key, count in skips.items() if count > skips_before.get(key, 0)]
+    if gave_up and _GRAPHS[0] == graphs_before and not library:
+        where = Location.source(code.co_filename, code.co_firstlineno, None, code.co_name)
+        _warn(Finding("outside-graph", Severity.WARNING, "skipped frame", where,
+                      f"dynamo gave x64guard no graph for a frame ({'; '.join(gave_up)}): it runs eagerly on "
+                      "torch-xla, at full width, unnarrowed (64-bit types stay 64-bit). Make the code traceable "
+                      "(TORCH_LOGS=graph_breaks shows why), or move it out of the compiled function"))
+
+
+def note_pending_inputs(args: Sequence, paths: Sequence[str], is_alias) -> None:
+    """At a compiled graph's first call: XLA inputs whose pending computation (done
+    eagerly, outside any x64guard program: code between graphs) holds a 64-bit type;
+    torch-xla compiles that computation itself, unnarrowed. One warning per graph."""
+    tensors = [(path, a) for path, a in zip(paths, args)
+               if isinstance(a, torch.Tensor) and a.device.type == "xla" and not is_alias(a)]
+    if not tensors:
+        return
+    flags = _xc.needs_materialization([t for _, t in tensors])
+    wide = [f"{_input_name(path)} ({str(t.dtype).removeprefix('torch.')}{list(t.shape)})"
+            for (path, t), pending in zip(tensors, flags) if pending and _WIDE_TYPE.search(_xc.hlo_text([t]))]
+    if not wide:
+        return
+    location = Location.at("the compiled function")
+    breaks = [f"{reason} at {file}:{line}" if file else reason for reason, file, line in _RECENT_BREAKS[-2:]]
+    if _RECENT_BREAKS and _RECENT_BREAKS[-1][1]:
+        location = Location.source(_RECENT_BREAKS[-1][1], _RECENT_BREAKS[-1][2], None)
+    message = (f"a graph given to x64guard takes {', '.join(wide[:4])}{', ...' if len(wide) > 4 else ''} computed "
+               f"outside any x64guard graph, with 64-bit types, after a graph break "
+               f"({'; '.join(breaks) or 'dynamo recorded none'}); torch-xla computes that code eagerly, at full "
+               "width, unnarrowed. Remove the graph break (TORCH_LOGS=graph_breaks shows each) or move the 64-bit "
+               "work inside the compiled code")
+    _warn(Finding("outside-graph", Severity.WARNING, "graph break", location, message))
+
+
+def _input_name(path: str) -> str:
+    """dynamo's name of a graph input; its resume functions take the values the eager code
+    left on the stack as `___stack0`, ..."""
+    return "a value the eager code returned" if "___stack" in path else path
+
+
+def _warn(finding: Finding) -> None:
+    warning = X64GuardWarning(f"x64guard.torch_xla: {finding.location}: {finding.message} [{finding.kind}]")
+    warning.findings = [finding]
+    # the standard library's frames (contextlib's, around dynamo's compile) are not the user's line either
+    excluded = (*_xc.excluded_source_dirs(), os.path.dirname(contextlib.__file__) + os.sep)
+    _user_line.call_at_user_line(warnings.warn, (warning,), {}, excluded=excluded)
+
+
+# ============================================================================ the lazy loop
+
+_LAZY = {"theirs": 0}   # torch-xla's own compiles counted at the last sync (or at import)
+
+
+def start_lazy_count() -> None:
+    """The baseline: torch-xla's own compiles before x64guard.torch_xla was imported are
+    not the lazy loop's."""
+    _LAZY["theirs"] = _xc.compile_count() - _xc.own_compile_count()
+
+
+def check_lazy_reads() -> None:
+    """At a sync: warn once when torch-xla compiled graphs of its own (not asked for by
+    x64guard) since the previous sync: a mid-step read, or torch_xla.sync() itself, ran
+    them at full width."""
+    theirs = _xc.compile_count() - _xc.own_compile_count()
+    new, _LAZY["theirs"] = theirs - _LAZY["theirs"], theirs
+    if new <= 0:
+        return
+    message = (f"torch-xla compiled {new} graph(s) of its own since the previous x64guard.torch_xla.sync; they "
+               "ran at full width, unnarrowed (64-bit types stay 64-bit there). A read of a pending tensor in the "
+               "middle of a step (.item(), if tensor:, .all() in an if, .tolist(), .cpu(), print) makes torch-xla "
+               "compute it at once; so do torch_xla.sync() and ops torch-xla runs on the CPU. Run the step inside "
+               "`with x64guard.torch_xla.step():` (its reads then run narrowed), move such reads after "
+               "x64guard.torch_xla.sync(...), or compile the forward with torch.compile(model, backend='x64guard') "
+               "(Hugging Face's masking code skips its reads when traced)")
+    _warn(Finding("lazy-read", Severity.WARNING, "sync", "the lazy step", message))
+
+
+# ============================================================================ narrowed reads
+
+_TENSOR = torch._C.TensorBase
+# reads that return Python values: computed from the narrowed value as they are
+_VALUE_READS = frozenset({_TENSOR.item, _TENSOR.__bool__, _TENSOR.__int__, _TENSOR.__float__, _TENSOR.__index__,
+                          _TENSOR.tolist})
+# reads that return a host tensor: widened on the host to the dtype the caller sees
+_HOST_READS = frozenset({_TENSOR.cpu, _TENSOR.to})
+# ops whose result's shape depends on their input's values: torch-xla executes the input
+# (DeBERTa-v2's loss: `(labels >= 0).nonzero()`); indices, whatever the input's dtype
+_INDEX_READS = frozenset({torch.nonzero, _TENSOR.nonzero, torch.argwhere, _TENSOR.argwhere})
+
+
+class NarrowedReads(TorchFunctionMode):
+    """Inside `x64guard.torch_xla.step()`: a read of a pending XLA tensor first runs that
+    tensor's pending graph through x64guard (`read_narrowed`: lowered, narrowed, cached
+    per graph as `sync` does), then reads the narrowed value; PyTorch still sees the
+    tensor's own dtype (an int64 tensor stays int64: a pending convert of its int32 data,
+    which x64guard's programs read through, as `to_device`'s ids)."""
+
+    def __init__(self, read_narrowed):
+        super().__init__()
+        self._read_narrowed = read_narrowed
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if (func in _VALUE_READS or func in _HOST_READS) and args and _pending_xla(args[0]) \
+                and (func is not _TENSOR.to or _to_host(args[1:], kwargs)):
+            tensor = args[0]
+            narrowed = self._read_narrowed(tensor)
+            result = func(narrowed, *args[1:], **kwargs)
+            if func in _HOST_READS and narrowed.dtype is not tensor.dtype and not _names_dtype(args[1:], kwargs):
+                result = result.to(tensor.dtype)   # on the host: eager's dtype, no 64-bit device graph
+            return result
+        if func in _INDEX_READS and args and _pending_xla(args[0]):
+            return func(self._read_narrowed(args[0]), *args[1:], **kwargs)
+        return func(*args, **kwargs)
+
+
+def _pending_xla(x) -> bool:
+    return isinstance(x, torch.Tensor) and x.device.type == "xla" and _xc.needs_materialization([x])[0]
+
+
+def _to_host(args: tuple, kwargs: dict) -> bool:
+    """Whether `Tensor.to(*args, **kwargs)` moves to the CPU (a read), not within the device."""
+    device = kwargs.get("device")
+    for arg in args:
+        if isinstance(arg, (str, torch.device)):
+            device = arg
+    return device is not None and torch.device(device).type == "cpu"
+
+
+def _names_dtype(args: tuple, kwargs: dict) -> bool:
+    return "dtype" in kwargs or any(isinstance(a, torch.dtype) for a in args)
