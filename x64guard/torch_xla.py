@@ -433,8 +433,9 @@ def _boundary_program(shape: tuple, wide: torch.dtype, narrow: torch.dtype, chec
 
 def _verify(checks: list) -> None:
     """The range checks of integer inputs cast on the device: one read of all bounds."""
-    bounds = checks[0][0] if len(checks) == 1 else torch.stack([c[0] for c in checks])
-    values = bounds.cpu().reshape(-1, 2).tolist()
+    with _xc.own_compiles():   # (stacking the bounds is a small graph of x64guard's own)
+        bounds = checks[0][0] if len(checks) == 1 else torch.stack([c[0] for c in checks])
+        values = bounds.cpu().reshape(-1, 2).tolist()
     for (lo, hi), (_, dtype, path, x, data, narrowed) in zip(values, checks):
         info = torch.iinfo(dtype)
         if lo < info.min or hi > info.max:
@@ -528,7 +529,8 @@ class _Program:
 def _raise_on_overflow(checks: OverflowChecks, flags: torch.Tensor) -> None:
     """Raise, before any result is returned, when a checked int64 op of the program left
     int32's range on this call (eager PyTorch would have computed it at int64)."""
-    hit = flags.cpu().reshape(-1).tolist()
+    with _xc.own_compiles():
+        hit = flags.cpu().reshape(-1).tolist()
     if not any(hit):
         return
     places = [describe(checks.locations[k]) for k, flag in enumerate(hit) if flag]

@@ -201,6 +201,23 @@ def test_mid_step_reads_in_the_lazy_loop_warn_once():
     assert host == eager_host and dtype == torch.int64
 
 
+def test_x64guards_own_range_checks_are_not_counted_as_mid_step_reads():
+    """Two int64 device inputs are range-checked with one stacked read: a small eager graph
+    of x64guard's own, which the next sync must not report as the user's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", x64guard.X64GuardWarning)
+        xt.sync()
+    add = torch.compile(lambda a, b: a * b + 1, backend="x64guard")
+    device = xt.to_device(torch.zeros(1)).device
+    a, b = torch.tensor([3, -4], device=device), torch.tensor([5, 6], device=device)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = add(a, b)
+        xt.sync()
+    assert out.cpu().tolist() == [16, -23]
+    assert outside_warnings(caught, "lazy-read") == []
+
+
 def test_mid_step_reads_inside_step_run_narrowed():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", x64guard.X64GuardWarning)
