@@ -188,3 +188,7 @@ if __name__ == "__main__":
     else:
         result = run(next((int(a) for a in sys.argv[1:] if a.isdigit()), 3))
         print("\n".join(report(result)))
+        for path, by_path in result.items():   # every process's step times, for the record
+            for side, runs in by_path["runs"].items():
+                print(f"    {path} {side}: " + "; ".join(" ".join(f"{s['s']:.2f}" for s in r["steps"]) for r in runs)
+                      + " s (steps 1 2 3 of each process)")
