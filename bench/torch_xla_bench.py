@@ -23,6 +23,8 @@ narrowed.
       labels on the device), forward and backward through the backend (AOTAutograd on
       both sides), SGD outside, torch_xla.sync() after each step. Target:
       x64guard / openxla <= 1.10.
+  (g) a recompile and (h) the first training step (backend and lazy loop), each side in
+      fresh processes: bench/torch_xla_first_steps.py. Target for (g): <= 1.2.
 
 `run(runs)` prints this section and returns its figures; `summary(figures)` gives the
 lines of the final table.
@@ -43,6 +45,8 @@ from pathlib import Path
 os.environ.setdefault("PJRT_DEVICE", "CPU")
 
 _ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import torch_xla_first_steps as first_steps  # noqa: E402  (bench/, beside this file)
 
 # (Not bench/torch_xla.py: bench/ is first on sys.path when bench/run.py runs, and a file
 # of that name would shadow the torch_xla package for every import after it.)
@@ -173,6 +177,7 @@ def run(runs: int) -> dict:
     figures["e_float32_mlp"] = {"openxla_us": best["openxla"] * 1e6, "x64guard_us": best["x64guard"] * 1e6,
                                 "ratio": best["x64guard"] / best["openxla"]}
     figures["f_training_step"] = _training_step(max(TRAIN_LOOPS, runs))
+    figures["gh_compile_steps"] = _compile_steps(runs)
     figures["counters"] = xt.counters()
     figures["met"] = figures["a_same_tokens"]["ratio"] <= TARGET_STEADY
     figures["training_met"] = figures["f_training_step"]["ratio"] <= TARGET_TRAINING
@@ -200,9 +205,16 @@ def run(runs: int) -> dict:
     print(f"(d) first call: openxla {first['openxla'] * 1e3:.0f} ms, x64guard {first['x64guard'] * 1e3:.0f} ms; "
           f"greedy tokens equal: {'yes' if same_tokens else 'NO'}, max |logit difference| {max_diff:.1e} "
           f"(float32 against float64)")
+    for line in first_steps.report(figures["gh_compile_steps"]):
+        print(line)
     figures["section_s"] = time.perf_counter() - start_section
     print(f"    (torch-xla section took {figures['section_s']:.0f} s)")
     return figures
+
+
+def _compile_steps(runs: int) -> dict:
+    """(g) and (h): fresh processes per side (a first step must find no cache warm)."""
+    return first_steps.run(processes=max(2, min(runs, 3)))
 
 
 def _training_step(loops: int) -> dict:
@@ -268,6 +280,7 @@ def summary(figures: dict) -> list[str]:
         f"  (f) training step (GPT-2)  x64guard {figures['f_training_step']['x64guard_ms']:.1f} ms  openxla "
         f"{figures['f_training_step']['openxla_ms']:.1f} ms  ratio {figures['f_training_step']['ratio']:.2f}  "
         f"target <= {TARGET_TRAINING}  {_met(figures['training_met'])}",
+        *("  " + line for line in first_steps.report(figures["gh_compile_steps"])),
     ]
 
 

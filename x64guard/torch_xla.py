@@ -49,6 +49,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
                       f"(torch==2.9.0, torch-xla==2.9.0) ({exc})") from exc
 
 from x64guard import _torch_xla_compat as _xc
+from x64guard import _torch_xla_share as _share
 from x64guard import _user_line
 
 _xc.check_torch_xla_version()
@@ -81,13 +82,15 @@ NARROW_DTYPE: dict[torch.dtype, torch.dtype] = {
 _INTEGER_NARROW = {wide for wide in NARROW_DTYPE if not (wide.is_floating_point or wide.is_complex)}
 
 # How many times x64guard traced and narrowed a graph, built a program, and ran one.
-_COUNTERS = {"traces": 0, "programs": 0, "calls": 0, "boundary_casts": 0}
+_COUNTERS = {"traces": 0, "programs": 0, "programs_shared": 0, "calls": 0, "boundary_casts": 0}
 
 
 def counters() -> dict[str, int]:
     """x64guard's own counts: graphs traced and narrowed (`traces`), programs compiled
-    into torch-xla's cache (`programs`), narrowed calls (`calls`), and 64-bit tensors
-    cast at the boundary (`boundary_casts`). A steady state moves only `calls`."""
+    into torch-xla's cache (`programs`), traces whose narrowed module equalled a live
+    program's but for locations and so reused it (`programs_shared`, e.g. after a dynamo
+    recompile), narrowed calls (`calls`), and 64-bit tensors cast at the boundary
+    (`boundary_casts`). A steady state moves only `calls`."""
     return dict(_COUNTERS)
 
 
@@ -480,28 +483,44 @@ class _Program:
     """
 
     def __init__(self, module_text: str, in_types: Sequence[tuple[tuple[int, ...], torch.dtype]],
-                 device: torch.device, counted: bool = True, checks: OverflowChecks | None = None):
-        self.name = f"x64guard_{next(_PROGRAM_IDS)}"
+                 device: torch.device, counted: bool = True, checks: OverflowChecks | None = None,
+                 share_key: str | None = None):
         # int64 arithmetic checked at run time (x64guard/_torch_xla_overflow.py): the module's
         # last result holds one flag per check, read after each call
         self.checks = checks if checks else None
         self.in_types = [(tuple(shape), dtype) for shape, dtype in in_types]
         self.device = device
         self.device_str = str(device)
-        self._computation = _xc.computation_from_proto(self.name, _xc.stablehlo_to_hlo_proto(module_text))
-        self._compile()
-        if counted:
-            _COUNTERS["programs"] += 1
+        built = []
 
-    def _compile(self) -> None:
+        def build() -> _share.Compiled:
+            name = f"x64guard_{next(_PROGRAM_IDS)}"
+            compiled = _share.Compiled(name, _xc.computation_from_proto(name, _xc.stablehlo_to_hlo_proto(module_text)))
+            self._compile(compiled)
+            built.append(compiled)
+            return compiled
+
+        # a module identical to a live program's but for locations (`share_key`, x64guard/
+        # _torch_xla_share.py): that program, compiled once
+        self._compiled = _share.shared(share_key, build)
+        if counted:
+            _COUNTERS["programs" if built else "programs_shared"] += 1
+
+    name = property(lambda self: self._compiled.name)
+    order = property(lambda self: self._compiled.order)
+    out_dtypes = property(lambda self: self._compiled.out_dtypes)
+    hlo = property(lambda self: self._compiled.hlo)
+    graph = property(lambda self: self._compiled.graph)
+
+    def _compile(self, compiled: _share.Compiled) -> None:
         placeholders = [_xc.placeholder(shape, dtype) for shape, dtype in self.in_types]
-        outputs = _xc.call_computation("xla::" + self.name, placeholders, self._computation)
+        outputs = _xc.call_computation("xla::" + compiled.name, placeholders, compiled.computation)
         order_ids, _ = _xc.graph_inputs(outputs)
         index = {_xc.tensor_id(p): k for k, p in enumerate(placeholders)}
-        self.order = [index[i] for i in order_ids]
-        self.out_dtypes = [o.dtype for o in outputs]
-        self.hlo = _xc.hlo_text(outputs)
-        self.graph = _xc.graph_hash(outputs)
+        compiled.order = [index[i] for i in order_ids]
+        compiled.out_dtypes = [o.dtype for o in outputs]
+        compiled.hlo = _xc.hlo_text(outputs)
+        compiled.graph = _xc.graph_hash(outputs)
         _xc.warm_up(outputs)
 
     def run(self, ordered: list[torch.Tensor], before_checks: Callable[[], None] | None = None) -> list[torch.Tensor]:
@@ -517,7 +536,7 @@ class _Program:
         except RuntimeError as exc:  # evicted from torch-xla's computation cache: compile again
             if "cache" not in str(exc).lower() and "not found" not in str(exc).lower():
                 raise
-            self._compile()
+            self._compile(self._compiled)
             results = _xc.run_cached(self.graph, ordered)
         if before_checks is not None:
             before_checks()
@@ -996,7 +1015,8 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
         in_types.append((rng.input_shape(), torch.int32))
     del outputs, leaves, out_tensors, values, trace_args, bases
     with _torch_xla_failures(path, "compiling the narrowed program"):
-        program = _Program(result.text, in_types, device, checks=checks)
+        program = _Program(result.text, in_types, device, checks=checks,
+                           share_key=_share.fingerprint(result.module, in_types, device_str))
     return _Specialization(program, sources, dtypes, out_spec, out_leaves, result, text, rng=rng).prepare()
 
 
@@ -1981,5 +2001,6 @@ def _compile_lazy(pending: list[torch.Tensor], ids: list, values: list, mode: Mo
     if rng is not None:
         in_types.append((rng.input_shape(), torch.int32))
     with _torch_xla_failures("sync", "compiling the narrowed program"):
-        program = _Program(result.text, in_types, device, checks=checks)
+        program = _Program(result.text, in_types, device, checks=checks,
+                           share_key=_share.fingerprint(result.module, in_types, device_str))
     return _LazyProgram(program, dtypes, seed_index, rng, result, text)

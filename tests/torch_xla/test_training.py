@@ -10,10 +10,12 @@ import copy
 
 import pytest
 import torch
+import torch_xla
 from torch import nn
 
 import x64guard
 import x64guard.torch_xla as xt
+from x64guard import _torch_xla_compat as xc
 from tests.torch_xla.common import HLO_WIDE, quietly
 
 VOCAB, LENGTH = 64, 12
@@ -180,3 +182,48 @@ def test_to_device_narrows_on_the_host_and_range_checks():
     assert xt._narrow_alias(batch["input_ids"]).dtype == torch.int32
     with pytest.raises(x64guard.X64GuardError, match=r"input_ids: value 4294967296 does not fit in int32"):
         xt.to_device({"input_ids": torch.tensor([[1, 2**32]])})
+
+
+class SetsProblemTypeOnFirstCall(TinyLM):
+    """Hugging Face's classifiers set `config.problem_type` during their first call: dynamo
+    guards on the attribute, so the second step recompiles a graph that lowers as before."""
+
+    problem_type = None
+
+    def forward(self, tokens):
+        if self.problem_type is None:
+            self.problem_type = "single_label_classification"
+        return super().forward(tokens)
+
+
+def test_recompiled_graph_reuses_the_programs_of_the_first():
+    torch.manual_seed(0)
+    model = SetsProblemTypeOnFirstCall()
+    reference = copy.deepcopy(model).float()
+    model = xt.to_device(model)
+    compiled = torch.compile(model, backend="x64guard")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    reference_optimizer = torch.optim.SGD(reference.parameters(), lr=0.5)
+    for step in range(3):
+        tokens = _tokens(20 + step)
+        before, compiles = xt.counters(), xc.compile_count()
+        loss, greedy = quietly(compiled, xt.to_device(tokens))
+        loss.backward()
+        after, compiled_now = xt.counters(), xc.compile_count() - compiles
+        if step == 1:   # dynamo recompiled: forward and backward traced again, and compiled no more
+            assert after["traces"] - before["traces"] == 2
+            assert after["programs"] == before["programs"]
+            assert after["programs_shared"] - before["programs_shared"] == 2
+            assert compiled_now == 0
+        expected, expected_greedy = reference(tokens)
+        expected.backward()
+        torch.testing.assert_close(loss.detach().cpu(), expected.detach(), rtol=1e-5, atol=1e-6)
+        assert torch.equal(greedy.cpu(), expected_greedy.to(torch.int32))
+        for opt in (optimizer, reference_optimizer):
+            opt.step()
+            opt.zero_grad()
+        torch_xla.sync()   # the update runs here, not as a pending input of the next step's call
+    _assert_parameters_match(model, reference)
+    forward = [g for g in xt.compiled_graphs() if g.role == "forward"][-2:]
+    assert forward[0] is not forward[1]
+    assert forward[0].specializations()[0].program.graph == forward[1].specializations()[0].program.graph
