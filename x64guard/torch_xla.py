@@ -1793,7 +1793,10 @@ def _live_pending_tensors(young_only: bool, wanted: set[int] | None = None) -> l
                 _LONG_LIVED[id(obj)] = weakref.ref(obj)   # seen once: found again when older
         del objects
     for tensor in list(candidates.values()):
-        grad = tensor.grad if isinstance(tensor, torch.nn.Parameter) or tensor.is_leaf else None
+        try:
+            grad = tensor.grad if isinstance(tensor, torch.nn.Parameter) or tensor.is_leaf else None
+        except RuntimeError:    # a no_grad view whose base changed in place: autograd refuses to say
+            continue
         if isinstance(grad, torch.Tensor) and grad.device.type == "xla":
             candidates.setdefault(id(grad), grad)
     aliases = _alias_data_ids()
