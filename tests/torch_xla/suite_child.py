@@ -152,7 +152,8 @@ def _run(path: str, build, dump: _Dump | None) -> dict:
             entry = {"losses": losses, "model": model}
         except Exception as error:  # noqa: BLE001 - every path reports; one failure hides no other
             entry = {"error": _error(error)}
-    entry["warnings"] = sorted({str(w.message)[:300] for w in caught if issubclass(w.category, x64guard.X64GuardWarning)})
+    entry["warnings"] = sorted({str(w.message)[:300] for w in caught
+                                if issubclass(w.category, x64guard.X64GuardWarning)})
     entry["seconds"] = round(time.perf_counter() - started, 1)
     if dump is not None:
         entry["dump"] = _scan(dump.new_modules())

@@ -9,8 +9,9 @@ Each model runs in one child process (tests/torch_xla/suite_child.py) under XLA'
   its users' loops do), the lazy loop with `x64guard.torch_xla.sync()` and with
   `sync(model, optimizer, loss)`, openxla and the plain lazy loop: x64guard's paths train
   wherever openxla or the plain loop trains the model;
-* with dropout off, x64guard's three paths equal eager PyTorch (CPU, float32): losses and
-  updated parameters;
+* with dropout off, x64guard's three paths (the backend's steps ended by
+  `x64guard.torch_xla.sync()`) equal eager PyTorch (CPU, float32): losses and updated
+  parameters;
 * no module XLA compiled for an x64guard path holds a 64-bit type beyond the random-number
   state.
 
@@ -28,8 +29,8 @@ import pytest
 
 from tests.torch_xla.common import run_python
 from tests.torch_xla.real_models import SUITE, RealModel
-from tests.torch_xla.suite_child import (BACKEND, BACKEND_SYNC, EXACT_PATHS, LAZY_ALL, LAZY_NAMED, LAZY_PLAIN, OPENXLA, PATHS, STEPS,
-                                         X64GUARD_PATHS)
+from tests.torch_xla.suite_child import (BACKEND, BACKEND_SYNC, EXACT_PATHS, LAZY_ALL, LAZY_NAMED, LAZY_PLAIN,
+                                         OPENXLA, PATHS, STEPS, X64GUARD_PATHS)
 
 RESULTS: dict[str, dict[str, str]] = {}
 
