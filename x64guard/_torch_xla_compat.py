@@ -144,6 +144,16 @@ def tensor_id(tensor) -> int:
     return _xlac()._xla_get_tensor_id(tensor)
 
 
+def is_xla_tensor(tensor) -> bool:
+    """Whether torch-xla holds `tensor` (a tensor whose device is "xla" may also be one of
+    dynamo's fake tensors, or a functional wrapper, kept alive by its caches)."""
+    try:
+        _xlac()._xla_get_tensor_id(tensor)
+    except RuntimeError:
+        return False
+    return True
+
+
 def needs_materialization(tensors: Sequence) -> list[bool]:
     """Which tensors hold pending IR (not yet device data)."""
     return list(_xlac()._check_tensor_need_materialization(list(tensors)))

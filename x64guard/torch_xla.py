@@ -1924,15 +1924,27 @@ def _live_pending_tensors(young_only: bool, wanted: set[int] | None = None) -> l
                 found = isinstance(obj, torch.Tensor) and obj.device.type == "xla" and id(obj) not in candidates
             except ReferenceError:  # a weakref.proxy whose referent died: the collector still lists it
                 continue
+            found = found and _xc.is_xla_tensor(obj)      # not a fake tensor dynamo's caches hold
             if found:
                 candidates[id(obj)] = obj
                 _LONG_LIVED[id(obj)] = weakref.ref(obj)   # seen once: found again when older
         del objects
     for tensor in list(candidates.values()):
-        grad = tensor.grad if isinstance(tensor, torch.nn.Parameter) or tensor.is_leaf else None
+        try:
+            grad = tensor.grad if isinstance(tensor, torch.nn.Parameter) or tensor.is_leaf else None
+        except RuntimeError:    # a no_grad view whose base changed in place: autograd refuses to say
+            continue
         if isinstance(grad, torch.Tensor) and grad.device.type == "xla":
             candidates.setdefault(id(grad), grad)
-    tensors = [t for t in candidates.values() if _narrow_alias(t) is None]
+    aliases = _alias_data_ids()
+    tensors = []
+    for t in candidates.values():
+        if _narrow_alias(t) is not None:
+            continue
+        if _xc.data_id(t) in aliases:      # a copy of to_device's ids (dynamo's detached input): its convert too
+            _ALIAS_COPIES[_xc.tensor_id(t)] = weakref.ref(t)
+            continue
+        tensors.append(t)
     if wanted is not None:
         tensors = [t for t in tensors if _xc.tensor_id(t) in wanted]
     if not tensors:
@@ -1946,13 +1958,32 @@ def _live_name(tensor: torch.Tensor) -> str:
     return f"{kind} {str(tensor.dtype).removeprefix('torch.')}{list(tensor.shape)}"
 
 
+_ALIAS_COPIES: dict[int, weakref.ref] = {}   # torch-xla tensor id -> a copy of to_device's ids a scan found
+
+
+def _alias_data_ids() -> set[str]:
+    """The pending converts to_device's live int64 ids hold (`data_id`)."""
+    found = set()
+    for entry in list(_BOUNDARY._entries.values()):
+        tensor = entry[0]()
+        if tensor is not None and entry[4] == _ID_TENSOR and entry[1] == _xc.data_id(tensor):
+            found.add(entry[1])
+    return found
+
+
 def _left_pending(device: str) -> dict[int, str]:
-    """torch-xla tensor id -> shape of every XLA tensor still pending, but to_device's ids."""
+    """torch-xla tensor id -> shape of every XLA tensor still pending, but to_device's ids
+    (and the copies of them scans found)."""
     aliases = set()
     for entry in list(_BOUNDARY._entries.values()):
         tensor = entry[0]()
         if tensor is not None and entry[4] == _ID_TENSOR and entry[1] == _xc.data_id(tensor):
             aliases.add(_xc.tensor_id(tensor))
+    for key, ref in list(_ALIAS_COPIES.items()):
+        if ref() is None:
+            _ALIAS_COPIES.pop(key, None)
+        else:
+            aliases.add(key)
     for ref, _ in list(_REFUSED.values()):
         tensor = ref()
         if tensor is not None and _refused_before(tensor):

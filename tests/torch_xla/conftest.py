@@ -18,10 +18,24 @@ def pytest_terminal_summary(terminalreporter):
     module = sys.modules.get("tests.torch_xla.test_real_models")
     results = getattr(module, "RESULTS", None)
     if not results:
+        _suite_summary(terminalreporter, sys.modules.get("tests.torch_xla.test_model_suite"))
         return
     columns = ["inference", "training (2 steps)", "narrow_exported", "XLA_USE_32BIT_LONG=1", "narrowed (inference)"]
     terminalreporter.write_sep("=", "x64guard real-model suite (torch-xla backend, against eager at 32 bits)")
     terminalreporter.write_line("| model | " + " | ".join(columns) + " |")
     terminalreporter.write_line("|---" * (len(columns) + 1) + "|")
+    for name, row in results.items():
+        terminalreporter.write_line(f"| {name} | " + " | ".join(row.get(c, "-") for c in columns) + " |")
+    _suite_summary(terminalreporter, sys.modules.get("tests.torch_xla.test_model_suite"))
+
+
+def _suite_summary(terminalreporter, module):
+    """The training suite's table (tests/torch_xla/test_model_suite.py), as markdown."""
+    results = getattr(module, "RESULTS", None)
+    if not results:
+        return
+    columns = sorted({column for row in results.values() for column in row})
+    terminalreporter.write_sep("=", "x64guard training suite (3 steps, dropout 0.1; eager equality with dropout off)")
+    terminalreporter.write_line("| model | " + " | ".join(columns) + " |")
     for name, row in results.items():
         terminalreporter.write_line(f"| {name} | " + " | ".join(row.get(c, "-") for c in columns) + " |")

@@ -1,0 +1,143 @@
+"""The training suite (issue 25, item 6; tests/torch_xla/real_models.py: SUITE): ALBERT,
+DeBERTa-v2, RoBERTa, OPT, M2M100 (seq2seq), LeViT, Swin, MobileNetV3, an LSTM and a GRU
+tagger built from torch.nn and a recommender taking int64 ids through one_hot and
+cross_entropy, from tiny configs with random weights.
+
+Each model runs in one child process (tests/torch_xla/suite_child.py) under XLA's dump:
+
+* with dropout 0.1, three SGD steps through the backend (`torch_xla.sync()` per step, as
+  its users' loops do), the lazy loop with `x64guard.torch_xla.sync()` and with
+  `sync(model, optimizer, loss)`, openxla and the plain lazy loop: x64guard's paths train
+  wherever openxla or the plain loop trains the model;
+* with dropout off, x64guard's three paths (the backend's steps ended by
+  `x64guard.torch_xla.sync()`) equal eager PyTorch (CPU, float32): losses and updated
+  parameters;
+* no module XLA compiled for an x64guard path holds a 64-bit type beyond the random-number
+  state.
+
+Each test adds its outcome to RESULTS, printed at the end of the session
+(tests/torch_xla/conftest.py) and copied into docs/torch_xla.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+
+import pytest
+
+from tests.torch_xla.common import run_python
+from tests.torch_xla.real_models import SUITE, RealModel
+from tests.torch_xla.suite_child import (BACKEND, BACKEND_SYNC, EXACT_PATHS, LAZY_ALL, LAZY_NAMED, LAZY_PLAIN,
+                                         OPENXLA, PATHS, STEPS, X64GUARD_PATHS)
+
+RESULTS: dict[str, dict[str, str]] = {}
+
+
+@pytest.fixture(scope="session")
+def suite_reports(tmp_path_factory, worker_id):
+    """The child's report for a model, run once per session and shared by this module's
+    tests: kept on disk, so that pytest-xdist's workers (`make test` runs two) share it
+    rather than each running the child."""
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp()
+    shared = shared if worker_id == "master" else shared.parent
+
+    def report(name: str) -> dict:
+        path = shared / f"x64guard-suite-{name}.json"
+        with FileLock(str(path) + ".lock"):
+            if not path.exists():
+                path.write_text(json.dumps(_run_child(name)))
+            result = json.loads(path.read_text())
+        assert "child_error" not in result, result.get("child_error")   # a crash is kept too: run once
+        return result
+    return report
+
+
+def _run_child(name: str) -> dict:
+    with tempfile.TemporaryDirectory(prefix=f"x64guard-suite-{name}-") as dump:
+        proc = run_python(f"from tests.torch_xla.suite_child import print_report; print_report({name!r}, {dump!r})",
+                          env={"XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text"}, timeout=900)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("REPORT ")]
+    if proc.returncode != 0 or not lines:
+        return {"child_error": f"exit {proc.returncode}: {proc.stderr[-3000:]}"}
+    return json.loads(lines[-1][len("REPORT "):])
+
+
+def _record(model: RealModel, column: str, text: str) -> None:
+    RESULTS.setdefault(model.name, {})[column] = text
+
+
+def _trained(entry: dict) -> bool:
+    return "error" not in entry and len(entry["losses"]) == STEPS and all(map(math.isfinite, entry["losses"]))
+
+
+def _outcome(entry: dict) -> str:
+    if _trained(entry):
+        losses = entry["losses"]
+        return f"trains, {losses[0]:.3f} -> {losses[-1]:.3f}"
+    return "fails: " + entry.get("error", f"losses {entry.get('losses')}")[:90]
+
+
+def _ids(models):
+    return [m.name for m in models]
+
+
+# Each x64guard path beside torch-xla's path of the same kind: the backend must train what
+# openxla trains, x64guard's lazy loops what the plain lazy loop trains.
+COUNTERPART = {BACKEND: OPENXLA, LAZY_ALL: LAZY_PLAIN, LAZY_NAMED: LAZY_PLAIN}
+
+
+@pytest.mark.parametrize("model", SUITE, ids=_ids(SUITE))
+def test_x64guard_paths_train_with_dropout_wherever_openxla_or_the_lazy_loop_does(model: RealModel, suite_reports):
+    runs = suite_reports(model.name)["dropout"]
+    for path in PATHS:
+        _record(model, path, _outcome(runs[path]))
+    assert any(_trained(runs[path]) for path in (OPENXLA, LAZY_PLAIN)), {p: runs[p].get("error") for p in PATHS}
+    for path in X64GUARD_PATHS:
+        if _trained(runs[COUNTERPART[path]]):
+            assert _trained(runs[path]), (path, runs[path].get("error"), runs[path].get("losses"))
+        pending = [w for w in runs[path]["warnings"] if "unnarrowed" in w]
+        assert not pending, (path, pending)
+
+
+@pytest.mark.parametrize("model", SUITE, ids=_ids(SUITE))
+def test_x64guard_paths_equal_eager_without_dropout(model: RealModel, suite_reports):
+    report = suite_reports(model.name)
+    expected = report["eager"]["losses"]
+    worst = 0.0
+    openxla_trains = _trained(report["dropout"][OPENXLA])
+    for path in EXACT_PATHS:
+        run = report["exact"][path]
+        if path == BACKEND_SYNC and not openxla_trains:   # the GRU: torch-xla fails under torch.compile
+            continue
+        assert "error" not in run, (path, run["error"])
+        assert run["losses"] == pytest.approx(expected, rel=model.loss_rtol, abs=1e-6), path
+        assert run["param_diff"] <= model.train_atol, (path, run["param_diff"])
+        assert run["buffer_rel_diff"] <= model.buffer_rtol and run["int_buffers_equal"], path
+        assert run["running_var_rel_diff"] <= model.running_var_rtol, path
+        worst = max(worst, run["param_diff"])
+    left = [w for w in report["exact"][LAZY_ALL]["warnings"] if "sync-pending" in w or "unnarrowed" in w]
+    assert not left, left           # sync() alone reached every pending tensor
+    _record(model, "equal to eager (dropout off)", f"yes, max param diff {worst:.0e}")
+
+
+DUMPED_RUNS = [("dropout", path) for path in X64GUARD_PATHS] + [("exact", path) for path in EXACT_PATHS]
+
+
+@pytest.mark.parametrize("model", SUITE, ids=_ids(SUITE))
+@pytest.mark.parametrize("kind, path", DUMPED_RUNS, ids=[f"{k}-{p}" for k, p in DUMPED_RUNS])
+def test_no_module_of_an_x64guard_path_holds_64bit_beyond_the_rng_state(model, kind, path, suite_reports):
+    """Every module XLA compiled while the path ran (its dump), the 64-bit state of
+    rng-bit-generator apart. (A program an earlier path compiled is not dumped again.)"""
+    run = suite_reports(model.name)[kind][path]
+    wide = run["dump"]["wide"]
+    _record(model, f"XLA dump: {path}", f"{run['dump']['modules']} modules, "
+                                        + ("none 64-bit" if not wide else f"{len(wide)} 64-bit"))
+    if kind == "dropout" and path == X64GUARD_PATHS[0]:
+        for theirs in (OPENXLA, LAZY_PLAIN):    # recorded beside them, not asserted: torch-xla's own
+            dump = suite_reports(model.name)["dropout"][theirs]["dump"]
+            _record(model, f"XLA dump: {theirs}", f"{dump['modules']} modules, {len(dump['wide'])} 64-bit")
+    assert not wide, wide
