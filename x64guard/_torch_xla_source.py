@@ -125,6 +125,26 @@ def module_path(source: str) -> str:
     return text.lstrip(".")
 
 
+def _relocate(module: ir.Module, location_for: Callable[[str], "ir.Location | None"]) -> int:
+    """Give each op the location `location_for` finds from its own (once per distinct
+    location text); returns how many ops were relocated."""
+    cache: dict[str, ir.Location | None] = {}
+    count = 0
+    with module.context:
+        def visit(op):
+            nonlocal count
+            text = str(op.location)
+            if text not in cache:
+                cache[text] = location_for(text)
+            if cache[text] is not None:
+                op.location = cache[text]
+                count += 1
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+    return count
+
+
 class SourceMap:
     """FX nodes of one traced graph, by trampoline line; relocates a module's ops."""
 
@@ -145,22 +165,7 @@ class SourceMap:
     def relocate(self, module: ir.Module) -> int:
         """Give every op made by a known FX node the location of its model line, named
         by its module path; returns how many ops were relocated."""
-        cache: dict[str, ir.Location | None] = {}
-        count = 0
-        with module.context:
-            def visit(op):
-                nonlocal count
-                text = str(op.location)
-                if text not in cache:
-                    cache[text] = self._location_for(text)
-                new = cache[text]
-                if new is not None:
-                    op.location = new
-                    count += 1
-                return ir.WalkResult.ADVANCE
-
-            module.operation.walk(visit)
-        return count
+        return _relocate(module, self._location_for)
 
     def _location_for(self, text: str) -> "ir.Location | None":
         match = _TRAMPOLINE_FRAME.search(text)
@@ -225,21 +230,7 @@ class StackSourceMap:
         self.at_line: dict[tuple[str, int], list[NodeSource]] = {}
 
     def relocate(self, module: ir.Module) -> int:
-        cache: dict[str, ir.Location | None] = {}
-        count = 0
-        with module.context:
-            def visit(op):
-                nonlocal count
-                text = str(op.location)
-                if text not in cache:
-                    cache[text] = self._location_for(text)
-                if cache[text] is not None:
-                    op.location = cache[text]
-                    count += 1
-                return ir.WalkResult.ADVANCE
-
-            module.operation.walk(visit)
-        return count
+        return _relocate(module, self._location_for)
 
     def _location_for(self, text: str) -> "ir.Location | None":
         for file, line in _CALLSITE_FRAME.findall(text):
