@@ -16,7 +16,7 @@ DEMO_VENV  ?= $(VENV)
 DEMO_PY    := $(DEMO_VENV)/bin/python
 DEMO_STAMP := $(DEMO_VENV)/.x64guard-demo-installed
 
-.PHONY: demo test test-fast test-matrix bench install clean fuzz
+.PHONY: demo test test-fast test-models test-matrix bench install clean fuzz
 
 %/bin/python:
 	$(PYTHON) -m venv $*
@@ -45,7 +45,13 @@ demo: $(DEMO_STAMP)
 JOBS ?= 2
 
 test: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider -n $(JOBS) --dist worksteal --durations=25
+	$(PY) -m pytest -q -p no:cacheprovider -n $(JOBS) --dist worksteal --durations=25 -m "not extended"
+
+# The torch-xla training suite's every model (`make test` runs two of its eleven, marked
+# otherwise `extended`): each trains through x64guard's paths, openxla and the plain lazy loop
+# under XLA's dump; about 15 minutes on two cores.
+test-models: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider -n $(JOBS) --dist worksteal --durations=15 tests/torch_xla/test_model_suite.py
 
 # The everyday tier: these paths, less every test marked `slow` and every case outside the
 # sample of its family (marked `sampled_out`: tests/sample.py); `make test` runs them all.

@@ -29,8 +29,8 @@ import pytest
 
 from tests.torch_xla.common import run_python
 from tests.torch_xla.real_models import SUITE, RealModel
-from tests.torch_xla.suite_child import (BACKEND, BACKEND_SYNC, EXACT_PATHS, LAZY_ALL, LAZY_NAMED, LAZY_PLAIN,
-                                         OPENXLA, PATHS, STEPS, X64GUARD_PATHS)
+from tests.torch_xla.suite_child import (BACKEND, BACKEND_SYNC, EXACT_PATHS, LAZY_ALL, LAZY_NAMED, LAZY_NO_STEP,
+                                         LAZY_PLAIN, OPENXLA, PATHS, STEPS, X64GUARD_PATHS)
 
 RESULTS: dict[str, dict[str, str]] = {}
 
@@ -81,16 +81,22 @@ def _outcome(entry: dict) -> str:
     return "fails: " + entry.get("error", f"losses {entry.get('losses')}")[:90]
 
 
-def _ids(models):
-    return [m.name for m in models]
+# `make test` (CI) runs these two, whose cases nothing else covers: int64 ids through one_hot
+# and cross_entropy, an nn.LSTM under plain torch.compile. The others are marked `extended`
+# and run by `make test-models` (about 15 minutes of two cores: each model trains 9 times);
+# their mechanisms are covered in `make test` by smaller tests (test_mixed_device.py's
+# DeBERTa-v2, test_outside_work.py's OPT, test_real_models.py).
+IN_MAKE_TEST = frozenset({"recommender_one_hot", "lstm_tagger"})
+MODEL_PARAMS = [pytest.param(m, id=m.name, marks=[] if m.name in IN_MAKE_TEST else [pytest.mark.extended])
+                for m in SUITE]
 
 
 # Each x64guard path beside torch-xla's path of the same kind: the backend must train what
 # openxla trains, x64guard's lazy loops what the plain lazy loop trains.
-COUNTERPART = {BACKEND: OPENXLA, LAZY_ALL: LAZY_PLAIN, LAZY_NAMED: LAZY_PLAIN}
+COUNTERPART = {BACKEND: OPENXLA, LAZY_ALL: LAZY_PLAIN, LAZY_NAMED: LAZY_PLAIN, LAZY_NO_STEP: LAZY_PLAIN}
 
 
-@pytest.mark.parametrize("model", SUITE, ids=_ids(SUITE))
+@pytest.mark.parametrize("model", MODEL_PARAMS)
 def test_x64guard_paths_train_with_dropout_wherever_openxla_or_the_lazy_loop_does(model: RealModel, suite_reports):
     runs = suite_reports(model.name)["dropout"]
     for path in PATHS:
@@ -99,11 +105,13 @@ def test_x64guard_paths_train_with_dropout_wherever_openxla_or_the_lazy_loop_doe
     for path in X64GUARD_PATHS:
         if _trained(runs[COUNTERPART[path]]):
             assert _trained(runs[path]), (path, runs[path].get("error"), runs[path].get("losses"))
-        pending = [w for w in runs[path]["warnings"] if "unnarrowed" in w]
-        assert not pending, (path, pending)
+        # nothing left to torch-xla: no tensor left pending after the sync, no mid-step read
+        # (step() narrows them; without it they are reported, lazy-read)
+        unnarrowed = {"sync-pending", "lazy-read"} - ({"lazy-read"} if path == LAZY_NO_STEP else set())
+        assert not unnarrowed & set(runs[path]["warning_kinds"]), (path, runs[path]["warnings"])
 
 
-@pytest.mark.parametrize("model", SUITE, ids=_ids(SUITE))
+@pytest.mark.parametrize("model", MODEL_PARAMS)
 def test_x64guard_paths_equal_eager_without_dropout(model: RealModel, suite_reports):
     report = suite_reports(model.name)
     expected = report["eager"]["losses"]
@@ -119,15 +127,19 @@ def test_x64guard_paths_equal_eager_without_dropout(model: RealModel, suite_repo
         assert run["buffer_rel_diff"] <= model.buffer_rtol and run["int_buffers_equal"], path
         assert run["running_var_rel_diff"] <= model.running_var_rtol, path
         worst = max(worst, run["param_diff"])
-    left = [w for w in report["exact"][LAZY_ALL]["warnings"] if "sync-pending" in w or "unnarrowed" in w]
-    assert not left, left           # sync() alone reached every pending tensor
+    left = {"sync-pending", "lazy-read"} & set(report["exact"][LAZY_ALL]["warning_kinds"])
+    assert not left, report["exact"][LAZY_ALL]["warnings"]      # sync() alone reached every pending tensor
     _record(model, "equal to eager (dropout off)", f"yes, max param diff {worst:.0e}")
 
 
-DUMPED_RUNS = [("dropout", path) for path in X64GUARD_PATHS] + [("exact", path) for path in EXACT_PATHS]
+# The backend's steps ended by a plain torch_xla.sync() are not among them: that sync
+# materializes to_device's int64-over-int32 ids with an s32->s64 convert, and the backend then
+# casts them back at its boundary (exact, but 64-bit on the device: docs/torch_xla.md, Limits);
+# their dump is recorded in the table, as torch-xla's own paths' are.
+DUMPED_RUNS = [("dropout", path) for path in X64GUARD_PATHS if path != BACKEND] + [("exact", path) for path in EXACT_PATHS]
 
 
-@pytest.mark.parametrize("model", SUITE, ids=_ids(SUITE))
+@pytest.mark.parametrize("model", MODEL_PARAMS)
 @pytest.mark.parametrize("kind, path", DUMPED_RUNS, ids=[f"{k}-{p}" for k, p in DUMPED_RUNS])
 def test_no_module_of_an_x64guard_path_holds_64bit_beyond_the_rng_state(model, kind, path, suite_reports):
     """Every module XLA compiled while the path ran (its dump), the 64-bit state of
@@ -136,8 +148,11 @@ def test_no_module_of_an_x64guard_path_holds_64bit_beyond_the_rng_state(model, k
     wide = run["dump"]["wide"]
     _record(model, f"XLA dump: {path}", f"{run['dump']['modules']} modules, "
                                         + ("none 64-bit" if not wide else f"{len(wide)} 64-bit"))
-    if kind == "dropout" and path == X64GUARD_PATHS[0]:
-        for theirs in (OPENXLA, LAZY_PLAIN):    # recorded beside them, not asserted: torch-xla's own
+    if kind == "dropout" and path == LAZY_ALL:
+        for theirs in (BACKEND, OPENXLA, LAZY_PLAIN):    # recorded beside them, not asserted (above)
             dump = suite_reports(model.name)["dropout"][theirs]["dump"]
             _record(model, f"XLA dump: {theirs}", f"{dump['modules']} modules, {len(dump['wide'])} 64-bit")
-    assert not wide, wide
+    if path == LAZY_NO_STEP:     # mid-step reads outside step(): unnarrowed, never silently
+        assert not wide or "lazy-read" in run["warning_kinds"], (wide, run["warnings"])
+    else:
+        assert not wide, wide
