@@ -47,11 +47,12 @@ JOBS ?= 2
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -n $(JOBS) --dist worksteal --durations=25 -m "not extended"
 
-# The torch-xla training suite's every model (`make test` runs two of its eleven, marked
-# otherwise `extended`): each trains through x64guard's paths, openxla and the plain lazy loop
-# under XLA's dump; about 15 minutes on two cores.
+# The torch-xla model suites' every model: `make test` runs two of the training suite's eleven
+# and seven of the real-model suite's fourteen (the others are marked `extended`); about 20
+# minutes on two cores.
 test-models: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider -n $(JOBS) --dist worksteal --durations=15 tests/torch_xla/test_model_suite.py
+	$(PY) -m pytest -q -p no:cacheprovider -n $(JOBS) --dist worksteal --durations=15 \
+	    tests/torch_xla/test_model_suite.py tests/torch_xla/test_real_models.py
 
 # The everyday tier: these paths, less every test marked `slow` and every case outside the
 # sample of its family (marked `sampled_out`: tests/sample.py); `make test` runs them all.
