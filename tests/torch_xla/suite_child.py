@@ -154,13 +154,13 @@ def _error(error: BaseException) -> str:
 
 
 def _run(path: str, build, dump: _Dump | None) -> dict:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        xt.sync()          # lazy-read counts from here: the paths before this one are not its own
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", x64guard.X64GuardWarning)
         try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                xt.sync()  # lazy-read counts from here: the paths before this one are not its own
+            warnings.simplefilter("always", x64guard.X64GuardWarning)
             losses, model = train(path, build(), _batch(SPEC))
             entry = {"losses": losses, "model": model}
         except Exception as error:  # noqa: BLE001 - every path reports; one failure hides no other
@@ -183,17 +183,20 @@ def main(name: str, dump_dir: str) -> dict:
     started = time.perf_counter()
     reference_losses, reference = eager(SPEC.build(0.0), _batch(SPEC))
     report["eager"] = {"losses": reference_losses, "seconds": round(time.perf_counter() - started, 1)}
-    # x64guard's paths against eager first, then the dropout runs: a path torch-xla fails on
-    # (openxla on the GRU) can leave the process's device state broken for the ones after it
-    for path in EXACT_PATHS:
-        entry = _run(path, lambda: SPEC.build(0.0), dump)
+    # The lazy loops first, then the paths through torch.compile: torch-xla's scan GRU fails
+    # under torch.compile (openxla's too) and leaves the process's device state broken for what
+    # follows (a later x64guard sync met a program without inputs: TorchXlaFailure, an open item).
+    # Within each kind x64guard's paths come first: a cached program is not dumped twice.
+    lazy = (*LAZY_PATHS, LAZY_NO_STEP, LAZY_PLAIN)
+    runs = [("exact", p) for p in EXACT_PATHS if p in lazy] + [("dropout", p) for p in PATHS if p in lazy]
+    runs += [("exact", p) for p in EXACT_PATHS if p not in lazy] + [("dropout", p) for p in PATHS if p not in lazy]
+    for kind, path in runs:
+        entry = _run(path, lambda: SPEC.build(0.0 if kind == "exact" else DROPOUT), dump)
         if "model" in entry:
-            entry.update(_differences(entry.pop("model"), reference))
-        report["exact"][path] = entry
-    for path in PATHS:                                  # x64guard's first: a cached program is not dumped twice
-        entry = _run(path, lambda: SPEC.build(DROPOUT), dump)
-        entry.pop("model", None)
-        report["dropout"][path] = entry
+            model = entry.pop("model")
+            if kind == "exact":
+                entry.update(_differences(model, reference))
+        report[kind][path] = entry
     return report
 
 

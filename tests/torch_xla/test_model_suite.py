@@ -139,12 +139,31 @@ def test_x64guard_paths_equal_eager_without_dropout(model: RealModel, suite_repo
 DUMPED_RUNS = [("dropout", path) for path in X64GUARD_PATHS if path != BACKEND] + [("exact", path) for path in EXACT_PATHS]
 
 
-@pytest.mark.parametrize("model", MODEL_PARAMS)
-@pytest.mark.parametrize("kind, path", DUMPED_RUNS, ids=[f"{k}-{p}" for k, p in DUMPED_RUNS])
+# Open (issue 25): DeBERTa-v2's `(labels >= 0).nonzero()` breaks dynamo's graph; torch-xla
+# computes the int64 indices eagerly on the device, and the backend's boundary cast of that
+# int64 device data is a 64-bit program (s64 in, s32 and the s64 bounds out), reported as
+# outside-graph. Strict: the test fails once this holds, so the mark must go with the fix.
+KNOWN_64BIT = {("deberta_v2", "exact", BACKEND_SYNC): "the boundary cast of int64 indices dynamo left to eager"}
+
+
+def _dump_params() -> list:
+    return [pytest.param(model, kind, path, id=f"{kind}-{path}-{model.name}", marks=list(mp.marks) + (
+        [pytest.mark.xfail(strict=True, reason=KNOWN_64BIT[model.name, kind, path])]
+        if (model.name, kind, path) in KNOWN_64BIT else []))
+        for mp in MODEL_PARAMS for model in mp.values for kind, path in DUMPED_RUNS]
+
+
+@pytest.mark.parametrize("model, kind, path", _dump_params())
 def test_no_module_of_an_x64guard_path_holds_64bit_beyond_the_rng_state(model, kind, path, suite_reports):
     """Every module XLA compiled while the path ran (its dump), the 64-bit state of
     rng-bit-generator apart. (A program an earlier path compiled is not dumped again.)"""
-    run = suite_reports(model.name)[kind][path]
+    report = suite_reports(model.name)
+    run = report[kind][path]
+    if "error" in run:    # a path that failed where torch-xla's own fails too (the test above): its dump is theirs
+        counterpart = report["dropout"][COUNTERPART.get(path, OPENXLA)]
+        assert not _trained(counterpart), (path, run["error"])
+        _record(model, f"XLA dump: {path}", "failed (torch-xla's own path fails too)")
+        return
     wide = run["dump"]["wide"]
     _record(model, f"XLA dump: {path}", f"{run['dump']['modules']} modules, "
                                         + ("none 64-bit" if not wide else f"{len(wide)} 64-bit"))
