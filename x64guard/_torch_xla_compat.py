@@ -216,6 +216,15 @@ def placeholder(shape: Sequence[int], dtype):
     return _xlac()._xla_create_placeholder_tensor(xla_builder.mkshape(xla_type, tuple(shape)).shape)
 
 
+def takes_device_data(tensor) -> bool:
+    """Whether `replace_data` can give `tensor` a plain XLA tensor's data: PyTorch's own
+    check for `.data =` (a wrapper subclass or a functional tensor another test or library
+    left alive refuses it: "incompatible tensor type"; torch 2.9)."""
+    import torch
+
+    return torch._has_compatible_shallow_copy_type(tensor, torch.empty(0, dtype=tensor.dtype, device=tensor.device))
+
+
 def replace_data(tensor, source) -> None:
     """`tensor` takes `source`'s device data (and drops its pending IR); what
     `x64guard.torch_xla.sync` does with each result of a narrowed lazy graph. (Public

@@ -1950,7 +1950,10 @@ def _live_pending_tensors(young_only: bool, wanted: set[int] | None = None) -> l
     if not tensors:
         return []
     flags = _xc.needs_materialization(tensors)
-    return [(_live_name(t), t, isinstance(t, torch.nn.Parameter)) for t, pending in zip(tensors, flags) if pending]
+    # a tensor whose data cannot be replaced by a plain XLA tensor's is left pending (and
+    # reported with the rest of what stayed pending) rather than failing the sync
+    return [(_live_name(t), t, isinstance(t, torch.nn.Parameter)) for t, pending in zip(tensors, flags)
+            if pending and _xc.takes_device_data(t)]
 
 
 def _live_name(tensor: torch.Tensor) -> str:

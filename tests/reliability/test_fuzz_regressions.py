@@ -248,11 +248,18 @@ def test_deep_nesting_is_a_value_error_not_a_crash():
 
 
 def test_narrow_on_nested_tuple_types_is_a_value_error():
-    """x64guard's type converter recursed in Python per tuple level: RecursionError."""
-    with pytest.raises(ValueError, match="^x64guard: "):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            x64guard.narrow(hostile._nest("tuple", 500))
+    """x64guard's type converter recursed in Python per tuple level: RecursionError. Under
+    Python's default recursion limit (a library loaded earlier in the process may have raised
+    it, and then the module narrows)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        with pytest.raises(ValueError, match="^x64guard: "):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                x64guard.narrow(hostile._nest("tuple", 500))
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def test_programs_jax_cannot_lower_are_not_blamed_on_x64guard():
