@@ -222,6 +222,8 @@ def takes_device_data(tensor) -> bool:
     left alive refuses it: "incompatible tensor type"; torch 2.9)."""
     import torch
 
+    # a fresh empty tensor each time: one kept alive would be a pending tensor itself, which
+    # every later sync without arguments would find (measured: it broke three sync tests)
     return torch._has_compatible_shallow_copy_type(tensor, torch.empty(0, dtype=tensor.dtype, device=tensor.device))
 
 
