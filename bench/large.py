@@ -70,9 +70,9 @@ def write_constant_module(path: Path, n_bytes: int, fmt: str, seed: int = 0) -> 
     import jax  # noqa: F401  (loads the bindings)
     from jax.extend.mlir import ir
 
-    from x64guard import mlir
+    from x64guard.io import modules
     values = rng.standard_normal(n)
-    context = mlir.make_context()
+    context = modules.make_context()
     with context, ir.Location.unknown():
         module = ir.Module.parse(f"func.func @main() -> tensor<{n}xf64> {{\n"
                                  f"  %0 = stablehlo.constant dense<0.0> : tensor<{n}xf64>\n"
@@ -101,14 +101,14 @@ def _reset_peak(pid: int | str = "self") -> None:
 def child_narrow(path: str, how: str) -> dict:
     """Runs in the child: baseline after imports, read + narrow, peak. JSON on stdout.
     Bytecode from bytes or a file is first read by x64guard's reader process
-    (x64guard/isolated_reader.py): its own peak is measured too, from a baseline taken
+    (x64guard/io/isolated_reader.py): its own peak is measured too, from a baseline taken
     after it started on a tiny module."""
     warnings.simplefilter("ignore")
     import x64guard
-    from x64guard import isolated_reader, mlir
+    from x64guard.io import isolated_reader, modules
     reader_pid = None
     if how in ("bytes", "path"):
-        x64guard.check(mlir.to_bytecode(mlir.load("func.func @main() { return }")[0]))  # start the reader
+        x64guard.check(modules.to_bytecode(modules.load("func.func @main() { return }")[0]))  # start the reader
         reader_pid = isolated_reader.reader_pid()
         reader_baseline_kb = _status_kb("VmRSS", reader_pid)
         _reset_peak(reader_pid)
@@ -117,7 +117,7 @@ def child_narrow(path: str, how: str) -> dict:
     _reset_peak()
     start = time.perf_counter()
     if how == "module":
-        module, _ = mlir.load(Path(path), trusted=True)
+        module, _ = modules.load(Path(path), trusted=True)
         gc.collect()
         baseline_kb = _status_kb("VmRSS")
         _reset_peak()
@@ -188,7 +188,7 @@ def scaling(runs: int) -> dict:
     import workload
 
     import x64guard
-    from x64guard import mlir
+    from x64guard.io import modules
 
     out = {}
     for target in (SMALL_OPS, LARGE_OPS):
@@ -196,7 +196,7 @@ def scaling(runs: int) -> dict:
         start = time.perf_counter()
         text = workload.lower_x64(steps)
         trace_s = time.perf_counter() - start
-        module, _ = mlir.load(text)
+        module, _ = modules.load(text)
         n_ops = workload.count_ops(module)
         x64guard.narrow(module)  # warm-up
         narrow_s, narrow_runs = best_of(lambda: x64guard.narrow(module), runs, warmup=0)

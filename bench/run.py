@@ -16,7 +16,7 @@ Core:
       Target: x64guard / IREE <= 1.0.
   (b) `x64guard.narrow` on an already-parsed ir.Module (clone + pass + verify), per op.
       Target: <= 5 us/op.
-  (c) parse (`x64guard.mlir.load`) and print of the same module, for reference.
+  (c) parse (`x64guard.io.modules.load`) and print of the same module, for reference.
 
 The module is a ~33k-op x64 StableHLO program JAX lowers from a deep unrolled Python
 loop (bench/workload.py), measured twice in the same run: with JAX's source locations
@@ -62,7 +62,7 @@ from timing import best_of  # noqa: E402  (bench/timing.py)
 import workload  # noqa: E402  (bench/workload.py)
 
 import x64guard  # noqa: E402
-from x64guard import mlir as xmlir  # noqa: E402
+from x64guard.io import modules as xmlir  # noqa: E402
 
 TARGET_RATIO = 1.0       # (a) x64guard / IREE, end to end
 TARGET_US_PER_OP = 5.0   # (b)
@@ -258,7 +258,7 @@ def core(args: argparse.Namespace, runs: int, locations: bool = True) -> tuple[d
         parse_best, _ = best_of(lambda: xmlir.load(text), runs)
         result = x64guard.narrow(module)
         print_best, _ = best_of(lambda: xmlir.to_text(result.module), runs)
-        print(f"(c) parse (x64guard.mlir.load of the text): best {fmt_s(parse_best)} = "
+        print(f"(c) parse (x64guard.io.modules.load of the text): best {fmt_s(parse_best)} = "
               f"{parse_best / n_ops * 1e6:.2f} us/op; print (narrowed, with locations): "
               f"best {fmt_s(print_best)} = {print_best / n_ops * 1e6:.2f} us/op")
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from x64guard import mlir
+from x64guard.io import modules
 from x64guard.passes import NarrowX64Pass
 from x64guard.passes.patterns import CONVERT_TYPES
 
@@ -78,7 +78,7 @@ def normalised(module) -> str:
     """`module` (text, bytes or ir.Module) printed without locations by one printer."""
     if not isinstance(module, (str, bytes)):
         return module.operation.get_asm(enable_debug_info=False)
-    parsed, _ = mlir.load(module, trusted=True)
+    parsed, _ = modules.load(module, trusted=True)
     return parsed.operation.get_asm(enable_debug_info=False)
 
 
@@ -101,7 +101,7 @@ def _reference(x32_text: str) -> tuple[str, bool]:
     plain = normalised(x32_text)
     if not _has_wide(plain):
         return plain, False
-    module, _ = mlir.load(x32_text, trusted=True)
+    module, _ = modules.load(x32_text, trusted=True)
     counters_only = NarrowX64Pass()
     counters_only.patterns = (CONVERT_TYPES,)  # the idiom phase, then the generic conversion only
     result = counters_only.apply(module)
@@ -131,8 +131,8 @@ def _identity_converts_only(got: str, want: str) -> bool:
     is folded (x64guard.passes.equality.canonical_text, on fresh parses of both)."""
     from x64guard.passes.equality import canonical_text
 
-    got_module, _ = mlir.load(got, trusted=True)
-    want_module, _ = mlir.load(want, trusted=True)
+    got_module, _ = modules.load(got, trusted=True)
+    want_module, _ = modules.load(want, trusted=True)
     return canonical_text(got_module) == canonical_text(want_module)
 
 

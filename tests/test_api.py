@@ -134,10 +134,10 @@ def test_bad_mode_in_environment_is_a_clear_error():
 
 def test_input_formats_text_bytes_bytecode_portable_artifact():
     base = narrow_quietly(F64)
-    from x64guard import mlir
-    module, _ = mlir.load(F64)
-    bytecode = mlir.to_bytecode(module)
-    artifact = mlir.to_portable_artifact(module)
+    from x64guard.io import modules
+    module, _ = modules.load(F64)
+    bytecode = modules.to_bytecode(module)
+    artifact = modules.to_portable_artifact(module)
     for given, fmt in [(F64.encode(), "text"), (bytecode, "bytecode"), (artifact, "portable-artifact")]:
         result = narrow_quietly(given)
         assert result.source_format == fmt
@@ -151,11 +151,11 @@ def test_files_are_read_by_path(tmp_path):
     a large constant is never copied into Python; text files are read as text."""
     from pathlib import Path
 
-    from x64guard import mlir
+    from x64guard.io import modules
     base = narrow_quietly(F64)
-    module, _ = mlir.load(F64)
-    files = {"text": F64.encode(), "bytecode": mlir.to_bytecode(module),
-             "portable-artifact": mlir.to_portable_artifact(module)}
+    module, _ = modules.load(F64)
+    files = {"text": F64.encode(), "bytecode": modules.to_bytecode(module),
+             "portable-artifact": modules.to_portable_artifact(module)}
     for fmt, blob in files.items():
         path = tmp_path / f"module-{fmt}"
         path.write_bytes(blob)
@@ -171,9 +171,9 @@ def test_files_are_read_by_path(tmp_path):
 
 def test_a_file_that_changes_while_it_is_vetted_is_refused(tmp_path, monkeypatch):
     """What the reader process vetted must be what this process parses."""
-    from x64guard import isolated_reader, mlir
+    from x64guard.io import isolated_reader, modules
     path = tmp_path / "module.mlirbc"
-    path.write_bytes(mlir.to_bytecode(mlir.load(F64)[0]))
+    path.write_bytes(modules.to_bytecode(modules.load(F64)[0]))
     vet_file = isolated_reader.vet_file
 
     def vet_then_change(p):
@@ -187,8 +187,8 @@ def test_a_file_that_changes_while_it_is_vetted_is_refused(tmp_path, monkeypatch
 
 
 def test_trusted_bytecode_skips_the_reader_process(monkeypatch):
-    from x64guard import isolated_reader, mlir
-    bytecode = mlir.to_bytecode(mlir.load(F64)[0])
+    from x64guard.io import isolated_reader, modules
+    bytecode = modules.to_bytecode(modules.load(F64)[0])
 
     def refuse(data):
         raise AssertionError("the reader process was asked")
@@ -201,8 +201,8 @@ def test_trusted_bytecode_skips_the_reader_process(monkeypatch):
 
 
 def test_ir_module_input_is_never_mutated():
-    from x64guard import mlir
-    module, _ = mlir.load(F64)
+    from x64guard.io import modules
+    module, _ = modules.load(F64)
     before = module.operation.get_asm(enable_debug_info=True)
     result = narrow_quietly(module)
     assert module.operation.get_asm(enable_debug_info=True) == before

@@ -26,11 +26,11 @@ CHILD = textwrap.dedent("""
     import json, sys, warnings
     warnings.simplefilter("ignore")
     import x64guard
-    from x64guard import mlir
+    from x64guard.io import modules
     good = sys.stdin.read()
-    module, _ = mlir.load(good)
-    bytecode = mlir.to_bytecode(module)
-    artifact = mlir.to_portable_artifact(module)
+    module, _ = modules.load(good)
+    bytecode = modules.to_bytecode(module)
+    artifact = modules.to_portable_artifact(module)
     cases = {
         "empty text": "", "blank text": "   \\n", "empty bytes": b"",
         "malformed": "module {", "not mlir": "hello world",

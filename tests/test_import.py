@@ -125,9 +125,9 @@ def test_mode_environment_variable_is_read_not_written():
 
 
 def test_isolated_reader_imports_nothing_of_x64guard():
-    """x64guard.mlir imports x64guard.isolated_reader, never the reverse: the reader's
-    process is x64guard/_bytecode_reader.py, which imports both."""
-    tree = ast.parse((ROOT / "x64guard" / "isolated_reader.py").read_text())
+    """x64guard.io.modules imports x64guard.io.isolated_reader, never the reverse: the reader's
+    process is x64guard/io/_bytecode_reader.py, which imports both."""
+    tree = ast.parse((ROOT / "x64guard" / "io" / "isolated_reader.py").read_text())
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

@@ -1,4 +1,4 @@
-"""The reader process that vets untrusted bytecode (x64guard/isolated_reader.py): one
+"""The reader process that vets untrusted bytecode (x64guard/io/isolated_reader.py): one
 long-lived process, replaced when input kills or hangs it, and a clear ValueError for the
 caller. Crashing inputs are safe to use in this process: only the reader dies."""
 
@@ -13,7 +13,7 @@ import pytest
 
 import x64guard
 from tests.reliability import hostile
-from x64guard import isolated_reader
+from x64guard.io import isolated_reader
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +84,7 @@ def test_files_are_vetted_by_path(bytecode, tmp_path):
 def test_the_reader_module_refuses_other_uses():
     import subprocess
     import sys
-    proc = subprocess.run([sys.executable, "-m", "x64guard.isolated_reader"], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "x64guard.io.isolated_reader"], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 2 and "started by x64guard itself" in proc.stderr
 

@@ -37,7 +37,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from jax.extend.mlir import ir  # noqa: E402
 
-from x64guard import mlir as x64mlir  # noqa: E402
+from x64guard.io import modules as x64mlir  # noqa: E402
 from x64guard.passes.constant_io import UnreadableConstant, read_constant  # noqa: E402
 from x64guard.passes.locations import parse_location  # noqa: E402
 from x64guard.passes.tables import dtype_constant  # noqa: E402

@@ -23,8 +23,8 @@ mode_from_environment()  # a bad $X64GUARD_MODE is a clear error at import, not 
 
 if "jax" in sys.modules:
     # JAX is loaded already: say now, not at first use, if it is a version x64guard was
-    # not tested with (x64guard/mlir.py checks too, the moment x64guard first loads JAX).
-    from x64guard._compat import check_jax_version
+    # not tested with (x64guard/io/modules.py checks too, the moment x64guard first loads JAX).
+    from x64guard.versions import check_jax_version
 
     check_jax_version()
 
@@ -44,7 +44,7 @@ _LAZY_NAMES: dict[str, str] = {
 
 # Submodules reachable as attributes (`x64guard.torch.set_default_int_dtype`), imported on
 # first use like any `import x64guard.torch`.
-_SUBMODULES = frozenset({"api", "cli", "errors", "findings", "isolated_reader", "jax", "mlir", "modes",
+_SUBMODULES = frozenset({"api", "cli", "errors", "findings", "io", "jax", "modes",
                          "passes", "settings", "torch", "torch_xla"})
 
 __all__ = ["narrow", "check", "jit", "mode", "set_mode", "current_mode", "NarrowResult", "Report", "Finding",

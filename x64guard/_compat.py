@@ -10,46 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import os
 from typing import Any, Callable, Sequence
-
-# [low, high): 0.10.x on Python 3.11, 0.11.x and 0.12.x on Python 3.12/3.13 (`make test-matrix`).
-TESTED_JAX = ((0, 10, 0), (0, 13, 0))
-ALLOW_UNTESTED_ENV = "X64GUARD_ALLOW_UNTESTED_JAX"
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    """(major, minor, micro) of a version string; a local part (+cu128) is ignored."""
-    parts = []
-    for piece in version.split("+")[0].split(".")[:3]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits or 0))
-    return tuple(parts)
-
-
-def check_jax_version() -> None:
-    import jax
-    import jaxlib
-
-    require_tested_versions(
-        {"jax": jax.__version__, "jaxlib": jaxlib.__version__}, TESTED_JAX, ALLOW_UNTESTED_ENV,
-        "x64guard is tested with {name} >= {low} and < {high}, but {name} {version} is installed. Its MLIR "
-        "bindings change between releases; install a tested version (pip install 'jax>=0.10,<0.13' "
-        "'jaxlib>=0.10,<0.13') or set {env}=1 to try anyway.")
-
-
-def require_tested_versions(versions: dict[str, str], tested: tuple[tuple[int, ...], tuple[int, ...]],
-                            allow_env: str, message: str) -> None:
-    """ImportError(`message`) for the first package outside `tested` = [low, high),
-    unless $`allow_env` is set. `message` may use {name} {version} {low} {high} {env}."""
-    low, high = tested
-    if os.environ.get(allow_env):
-        return
-    for name, version in versions.items():
-        if not (low <= version_tuple(version) < high):
-            raise ImportError(message.format(name=name, version=version, low=".".join(map(str, low)),
-                                             high=".".join(map(str, high)), env=allow_env))
-
 
 def compile_stablehlo(module, platform: str = "cpu"):
     """Compile a StableHLO module (text or ir.Module) for one device of `platform`.

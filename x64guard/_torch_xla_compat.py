@@ -16,7 +16,7 @@ import functools
 import re
 from typing import Iterator, Sequence
 
-from x64guard._compat import require_tested_versions
+from x64guard.versions import require_tested_versions
 
 TESTED_TORCH_XLA = ((2, 9, 0), (2, 10, 0))  # [low, high), for torch and torch-xla alike
 ALLOW_UNTESTED_ENV = "X64GUARD_ALLOW_UNTESTED_TORCH_XLA"

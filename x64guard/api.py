@@ -10,7 +10,7 @@ from functools import cached_property
 
 from jax.extend.mlir import ir
 
-from x64guard import mlir
+from x64guard.io import modules
 from x64guard.errors import X64GuardError, X64GuardWarning
 from x64guard.findings import Finding, Kind, Location, Report, Severity, errors, format_findings
 from x64guard.modes import Mode, resolve_mode, resolve_overflow
@@ -33,18 +33,18 @@ class NarrowResult:
     findings: list[Finding] = field(default_factory=list)
     changes: dict[str, int] = field(default_factory=dict)
     mode: Mode = Mode.WARN
-    source_format: mlir.SourceFormat = mlir.SourceFormat.TEXT
+    source_format: modules.SourceFormat = modules.SourceFormat.TEXT
     verified: bool = False
 
     @cached_property
     def text(self) -> str:
-        return mlir.to_text(self.module, verified=self.verified)
+        return modules.to_text(self.module, verified=self.verified)
 
     def bytecode(self) -> bytes:
-        return mlir.to_bytecode(self.module)
+        return modules.to_bytecode(self.module)
 
     def portable_artifact(self, target: str | None = None) -> bytes:
-        return mlir.to_portable_artifact(self.module, target)
+        return modules.to_portable_artifact(self.module, target)
 
     def summary(self) -> str:
         total = sum(self.changes.values())
@@ -82,7 +82,7 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
     resolved = resolve_mode(mode)
     policy = resolve_overflow(overflow).value
     profile = profile_for(target)
-    working, source_format = mlir.load(module, trusted=trusted)
+    working, source_format = modules.load(module, trusted=trusted)
     with _unreadable_as_value_error("narrow"):
         result = NarrowX64Pass(overflow=policy, record_only=resolved is not Mode.WARN, dtype_constants=dtype_constants,
                                profile=profile, types=_REFUSED_USES if resolved is Mode.ERROR else NARROWED
@@ -129,9 +129,9 @@ def _warn_neuron(target: str, remaining: list[Finding]) -> None:
                   f"{format_findings(remaining)}", X64GuardWarning, stacklevel=3)
 
 
-def _format_findings(source_format: mlir.SourceFormat, changes: dict[str, int]) -> list[Finding]:
+def _format_findings(source_format: modules.SourceFormat, changes: dict[str, int]) -> list[Finding]:
     """What the input's format means for the result, once per module."""
-    if source_format is not mlir.SourceFormat.PORTABLE_ARTIFACT or not changes.get("f64->f32"):
+    if source_format is not modules.SourceFormat.PORTABLE_ARTIFACT or not changes.get("f64->f32"):
         return []
     return [Finding(
         Kind.SERIALIZED_CHLO, Severity.WARNING, "builtin.module", Location.at("the module"),
@@ -151,7 +151,7 @@ def check(module: ModuleLike, *, target: str = DEFAULT_TARGET, trusted: bool = F
     On a Neuron target (`neuron-trn1`, `neuron-trn2`, `neuron-trn2-int64`) every predicted
     neuronx-cc rejection is a finding whose kind is the compiler's code (`NCC_EVRF035`);
     `neuron_cc_flags` are the compiler's flags (None: $NEURON_CC_FLAGS when it is set)."""
-    working, _ = mlir.load(module, trusted=trusted)
+    working, _ = modules.load(module, trusted=trusted)
     with _unreadable_as_value_error("check"):
         return check_target(working, target, all_positions=all_positions, neuron_cc_flags=neuron_cc_flags)
 
@@ -176,7 +176,7 @@ def _verify(module: ir.Module, findings: list[Finding]) -> None:
     try:
         ok = module.operation.verify()
     except ir.MLIRError as exc:
-        ok, detail = False, mlir._first_diagnostic(exc)
+        ok, detail = False, modules._first_diagnostic(exc)
     else:
         detail = "verifier returned false"
     if not ok:

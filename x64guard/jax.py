@@ -35,7 +35,8 @@ import jax
 import numpy as np
 from jax import lax
 
-from x64guard import _compat, _user_line, mlir
+from x64guard import _compat, _user_line
+from x64guard.io import modules
 from x64guard.api import NarrowResult, narrow
 from x64guard.errors import X64GuardError
 from x64guard.findings import Finding, Kind
@@ -474,7 +475,7 @@ def _same_lowering(eqn64, eqn32, converts_differ: list | None = None) -> bool:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             narrowed = narrow(text64, mode=Mode.WARN).module
-        reference, _ = mlir.load(text32)
+        reference, _ = modules.load(text32)
     except Exception:  # noqa: BLE001  (not provably the same: the caller runs x32's program)
         return False
     plain = [m.operation.get_asm(enable_debug_info=False) for m in (narrowed, reference)] \

@@ -13,10 +13,10 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
-from x64guard import _compat, modes
+from x64guard import _compat, modes, versions
 from x64guard.modes import Mode
 
-_compat.check_jax_version()  # the state lives in JAX's configuration: a clear message first
+versions.check_jax_version()  # the state lives in JAX's configuration: a clear message first
 _STATE = _compat.register_enum_state(
     "x64guard_mode", [m.value for m in Mode], modes.mode_from_environment().value,
     help="x64guard: allow keeps 64-bit types, warn narrows them with a warning, error refuses them.")

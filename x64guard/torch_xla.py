@@ -58,7 +58,7 @@ import numpy as np  # noqa: E402
 from torch.utils import _pytree as pytree  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
-from x64guard import mlir as xmlir  # noqa: E402
+from x64guard.io import modules as xmlir  # noqa: E402
 from x64guard import _torch_xla_outside as _outside  # noqa: E402
 from x64guard._torch_xla_overflow import OverflowChecks, describe, guard  # noqa: E402
 from x64guard._torch_xla_rng import (STATE_LOCATION, RngStateError, RngStates, extract_rng_states,  # noqa: E402

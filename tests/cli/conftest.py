@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tests.cli import programs
-from x64guard import mlir
+from x64guard.io import modules
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = Path(programs.__file__).resolve()
@@ -83,14 +83,14 @@ def artifacts(tmp_path_factory) -> dict[str, Path]:
     write("f64.mlir", f64.as_text(debug_info=True))
     write("complex64.mlir", complex64.as_text(debug_info=True))
     write("big_constant.mlir", big.as_text(debug_info=True))
-    module, _ = mlir.load(f64.as_text(debug_info=True))
-    write("f64.mlirbc", mlir.to_bytecode(module))
-    write("f64.portable.bc", mlir.to_portable_artifact(module))
+    module, _ = modules.load(f64.as_text(debug_info=True))
+    write("f64.mlirbc", modules.to_bytecode(module))
+    write("f64.portable.bc", modules.to_portable_artifact(module))
     write("f64.hlo.txt", f64.as_text(dialect="hlo", debug_info=True))
     write("f64.hlo.pb", f64.compiler_ir("hlo").as_serialized_hlo_module_proto())
     write("f64.compiled.hlo.txt", f64.compile().as_text())  # optimized: fusions, mhlo ops
     write("f64.exported", export_serialized(programs.f64_model, x64))
-    bytecode = mlir.to_bytecode(module)
+    bytecode = modules.to_bytecode(module)
     write("truncated.mlirbc", bytecode[: len(bytecode) // 2])
     write("garbage.mlir", "this is not MLIR { at all\n")
     write("garbage.bin", bytes(range(7, 250, 3)) * 5)

@@ -12,15 +12,15 @@ import pytest
 import x64guard
 from tests.cli.conftest import run_cli
 from tests.sample import SAMPLED_OUT
-from x64guard import mlir
+from x64guard.io import modules
 
 WIDE = re.compile(r"\b(?:[su]?i64|f64)\b")
 
 
 @pytest.mark.parametrize("name, check_output", [
     ("f64.mlir", lambda data: data.decode().lstrip().startswith(("#loc", "module"))),
-    ("f64.mlirbc", lambda data: data.startswith(mlir.BYTECODE_MAGIC) and b"StableHLO_v" not in data[:32]),
-    pytest.param("f64.portable.bc", lambda data: data.startswith(mlir.BYTECODE_MAGIC + b"\rStableHLO_v"),
+    ("f64.mlirbc", lambda data: data.startswith(modules.BYTECODE_MAGIC) and b"StableHLO_v" not in data[:32]),
+    pytest.param("f64.portable.bc", lambda data: data.startswith(modules.BYTECODE_MAGIC + b"\rStableHLO_v"),
                  marks=SAMPLED_OUT),
     pytest.param("f64.hlo.txt", lambda data: data.decode().startswith("HloModule jit_f64_model"), marks=SAMPLED_OUT),
     pytest.param("f64.compiled.hlo.txt", lambda data: data.decode().startswith("HloModule jit_f64_model"),
@@ -37,8 +37,8 @@ def test_narrow_writes_the_inputs_format(artifacts, tmp_path, name, check_output
     if name.endswith(".hlo.txt"):
         assert "f64[" not in data.decode() and "f32[4]" in data.decode()
     else:
-        module, _ = mlir.load(data)
-        assert not WIDE.search(mlir.to_text(module).split("#loc")[0])
+        module, _ = modules.load(data)
+        assert not WIDE.search(modules.to_text(module).split("#loc")[0])
         assert x64guard.check(data, target="x32").ok
 
 

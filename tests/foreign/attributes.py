@@ -199,7 +199,7 @@ def outcomes(text: str) -> dict[str, str]:
     """What every public entry point does with `text`: 'ok', 'ValueError: ...', or
     'FOREIGN <type>: ...' (the failures the property looks for)."""
     import x64guard
-    from x64guard import mlir
+    from x64guard.io import modules
     from x64guard.cli import app
 
     results: dict[str, str] = {}
@@ -225,13 +225,13 @@ def outcomes(text: str) -> dict[str, str]:
         for target in ("x32", "neuron", "x64"):
             record(f"check/{target}", lambda: x64guard.check(text, target=target))
         try:
-            module, _ = mlir.load(text)
+            module, _ = modules.load(text)
         except ValueError:
             module = None
         if module is not None:
             record("narrow/ir.Module", lambda: x64guard.narrow(module))
             record("check/ir.Module", lambda: x64guard.check(module))
-            bytecode = mlir.to_bytecode(module)
+            bytecode = modules.to_bytecode(module)
             record("narrow/bytecode", lambda: x64guard.narrow(bytecode, trusted=True))
     # The command line, in this process: exit 0/1 with a report, or 2 with a reason that is
     # not an internal error.

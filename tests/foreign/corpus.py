@@ -30,7 +30,7 @@ import numpy as np
 from jax import export, lax
 
 from tests.corpus.oracle import x64
-from x64guard import mlir
+from x64guard.io import modules
 
 # dtype kinds: f float64, i int64, u uint64, c complex128, b bool.
 DTYPES = {"f": np.float64, "i": np.int64, "u": np.uint64, "c": np.complex128, "b": np.bool_}
@@ -239,7 +239,7 @@ def _for_op(op: Op, kind: str, shape: tuple) -> list[ForeignModule]:
     text = lowered.as_text(debug_info=True)
     # Every other lowered module is read as MLIR bytecode rather than text.
     as_bytecode = zlib.crc32(base.encode()) % 2 == 1
-    data: str | bytes = mlir.to_bytecode(mlir.load(text)[0]) if as_bytecode else text
+    data: str | bytes = modules.to_bytecode(modules.load(text)[0]) if as_bytecode else text
     out.append(ForeignModule(f"{base}.lowered", op, kind, "lowered", data, args))
     if op.elementwise and shape == DEFAULT_SHAPE:
         expected = [np.asarray(r) for r in jax.tree_util.tree_leaves(jax.jit(op.fn)(*args))]

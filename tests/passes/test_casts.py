@@ -57,7 +57,7 @@ func.func @main(%x: {operand}) -> {result} {{
 
 def test_bitcast_validity_rule():
     from jax.extend.mlir import ir
-    from x64guard.mlir import make_context
+    from x64guard.io.modules import make_context
     with make_context():
         t = ir.Type.parse
         assert bitcast_is_valid(t("tensor<3xf32>"), t("tensor<3xi32>"))

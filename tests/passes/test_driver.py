@@ -11,7 +11,7 @@ import pytest
 from jax.extend.mlir import ir
 
 import x64guard
-from x64guard import mlir
+from x64guard.io import modules
 from x64guard.passes import NarrowX64Pass
 from x64guard.passes.driver import KEEP_TYPES, PassRun, RewritePattern, collect
 from x64guard.passes.legality import IllegalNarrowing, check_legality
@@ -50,11 +50,11 @@ def _findings(result) -> list[tuple]:
 @pytest.mark.parametrize("name", ["jax_randint_x64", "jax_bits_u64_x64", "jax_uniform_2x3_not_partitionable_x64"])
 def test_recording_run_of_an_idiom_module_reports_what_rewriting_does_and_changes_nothing(name):
     text = (GOLDEN_RNG / f"{name}.mlir").read_text()
-    recorded_module, _ = mlir.load(text)
+    recorded_module, _ = modules.load(text)
     before = recorded_module.operation.get_asm()
     recorded = NarrowX64Pass(record_only=True).apply(recorded_module)
     assert recorded_module.operation.get_asm() == before
-    rewritten_module, _ = mlir.load(text)
+    rewritten_module, _ = modules.load(text)
     rewritten = NarrowX64Pass().apply(rewritten_module)
     assert _findings(recorded) == _findings(rewritten)
     assert recorded.changes == rewritten.changes and rewritten.changes
@@ -62,7 +62,7 @@ def test_recording_run_of_an_idiom_module_reports_what_rewriting_does_and_change
 
 
 def test_recording_rewriter_cannot_build_ops():
-    module, _ = mlir.load("func.func @main(%x: tensor<2xf64>) -> tensor<2xf64> {\n  return %x : tensor<2xf64>\n}")
+    module, _ = modules.load("func.func @main(%x: tensor<2xf64>) -> tensor<2xf64> {\n  return %x : tensor<2xf64>\n}")
     op = module.body.operations[0].regions[0].blocks[0].operations[0]
     with pytest.raises(RecordingRewriterCannotBuild):
         with RecordingRewriter().insert_before(op):
@@ -71,7 +71,7 @@ def test_recording_rewriter_cannot_build_ops():
 
 def test_legality_names_the_op_a_rewriting_run_left_64bit():
     # What a bug in a rule would leave: the module as given, reported as narrowed.
-    module, _ = mlir.load("func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+    module, _ = modules.load("func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
                           "  %0 = stablehlo.convert %x : (tensor<2xf32>) -> tensor<2xf64>\n"
                           "  %1 = stablehlo.convert %0 : (tensor<2xf64>) -> tensor<2xf32>\n"
                           "  return %1 : tensor<2xf32>\n}")
@@ -99,7 +99,7 @@ class _KeepsConvertTypes(RewritePattern):
 
 
 def test_the_walk_checks_each_op_after_its_rules_and_raises_for_a_rule_that_left_64bit():
-    module, _ = mlir.load("func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+    module, _ = modules.load("func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
                           "  %0 = stablehlo.convert %x : (tensor<2xf32>) -> tensor<2xf64>\n"
                           "  %1 = stablehlo.sine %0 : tensor<2xf64>\n"
                           "  %2 = stablehlo.convert %1 : (tensor<2xf64>) -> tensor<2xf32>\n"
@@ -110,7 +110,7 @@ def test_the_walk_checks_each_op_after_its_rules_and_raises_for_a_rule_that_left
 
 
 def test_a_recording_run_does_not_check_legality():
-    module, _ = mlir.load("func.func @main(%x: tensor<2xf32>) -> tensor<2xf64> {\n"
+    module, _ = modules.load("func.func @main(%x: tensor<2xf32>) -> tensor<2xf64> {\n"
                           "  %0 = stablehlo.convert %x : (tensor<2xf32>) -> tensor<2xf64>\n"
                           "  return %0 : tensor<2xf64>\n}")
     result = NarrowX64Pass(record_only=True, extra_patterns=[_KeepsConvertTypes()]).apply(module)
@@ -120,7 +120,7 @@ def test_a_recording_run_does_not_check_legality():
 def test_the_walk_reads_each_op_once_in_walk_order_and_skips_a_dropped_function():
     # Collected once; a function dropped during the walk (a restored composite's
     # decomposition) is not looked at, and its findings are dropped.
-    module, _ = mlir.load("func.func private @decomposition(%x: tensor<f64>) -> tensor<f64> {\n"
+    module, _ = modules.load("func.func private @decomposition(%x: tensor<f64>) -> tensor<f64> {\n"
                           "  return %x : tensor<f64>\n}\n"
                           "func.func @main(%x: tensor<f64>) -> tensor<f64> {\n"
                           "  %0 = stablehlo.negate %x : tensor<f64>\n"

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 
 import x64guard
 from tests.conftest import kinds, narrow_quietly, wide_types
-from x64guard import mlir
+from x64guard.io import modules
 from x64guard.passes import NarrowX64Pass
 from x64guard.passes.constant_io import read_constant
 from x64guard.passes.tables import DTYPE_CONSTANTS_F64, dtype_constant
@@ -257,12 +257,12 @@ def x64_lowering(fn, *args) -> str:
 def test_sampler_constants_in_real_x64_lowerings(name):
     fn, expected = SAMPLERS[name]
     text = x64_lowering(fn, np.array([0, 42], np.uint32))
-    module_, _ = mlir.load(text)
+    module_, _ = modules.load(text)
     findings = NarrowX64Pass().apply(module_).findings  # the pass itself: rng-bits are findings, not raised
     found = {f.message.split(" -> ")[0] for f in findings if f.kind == "dtype-constant"}
     alternatives = expected if isinstance(expected, tuple) else (expected,)  # one per JAX release's code
     assert found in alternatives
-    narrowed = mlir.to_text(module_)
+    narrowed = modules.to_text(module_)
     wanted = {"-(1 - finfo(float64).epsneg)": "-0.99999994", "finfo(float64).tiny": "1.17549435E-38",
               "finfo(float64).eps": "1.1920929E-7", "2 ** -(2 * finfo(float64).nmant + 1)": "7.10542735E-15"}
     for expression in found:

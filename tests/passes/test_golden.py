@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from jax.extend.mlir import ir
 
-from x64guard import mlir
+from x64guard.io import modules
 from x64guard.findings import Finding
 from x64guard.passes import NarrowX64Pass
 
@@ -61,7 +61,7 @@ def printed(module: ir.Module) -> str:
 
 def run_case(options: dict, text: str, *, record_only: bool) -> tuple[ir.Module, str, list[str], bool]:
     """(the module after the run, its text before, the findings, whether the pass refused)."""
-    module, _ = mlir.load(text)
+    module, _ = modules.load(text)
     before = printed(module)
     result = NarrowX64Pass(record_only=record_only, **options).apply(module)
     refused = any(str(f.severity) == "error" for f in result.findings)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 
-from x64guard import mlir
+from x64guard.io import modules
 from x64guard.findings import INPUT, SOURCE
 from x64guard.passes import NarrowX64Pass
 
@@ -21,7 +21,7 @@ _MODULE = """func.func @main(%x: tensor<2xf64>) -> tensor<2xf64> {{
 
 
 def _narrowed_sines(first: str, second: str):
-    module, _ = mlir.load(_MODULE.format(first=first, second=second))
+    module, _ = modules.load(_MODULE.format(first=first, second=second))
     findings = NarrowX64Pass().apply(module).findings
     return [f for f in findings if f.op == "stablehlo.sine"]
 
@@ -49,9 +49,9 @@ def test_a_file_name_that_is_not_utf8_is_placed_without_a_crash():
     text = _MODULE.format(first='"\\FF.py":2:8', second='"-":3:8')
     code = textwrap.dedent("""
         import sys
-        from x64guard import mlir
+        from x64guard.io import modules
         from x64guard.passes import NarrowX64Pass
-        module, _ = mlir.load(sys.stdin.read())
+        module, _ = modules.load(sys.stdin.read())
         for f in NarrowX64Pass().apply(module).findings:
             print(f.op, f.location.origin, f.location.line)
         """)

@@ -247,11 +247,11 @@ def test_remainder_of_a_word_pair_is_exact(span):
     from jax.extend.mlir import ir
     from jax.extend.mlir.dialects import func as func_dialect
 
-    from x64guard import mlir
+    from x64guard.io import modules
     from x64guard.passes.patterns.random_bits import _remainder_of_pair
 
     n = 64
-    with mlir.make_context() as context, ir.Location.unknown(context):
+    with modules.make_context() as context, ir.Location.unknown(context):
         module = ir.Module.create()
         t = ir.RankedTensorType.get([n], ir.Type.parse("ui32"))
         with ir.InsertionPoint(module.body):
@@ -372,8 +372,8 @@ def test_rng_bit_generator_with_a_64bit_key_input_keeps_it():
 # ---- dry runs ------------------------------------------------------------------------------------
 
 def test_allow_mode_and_check_leave_their_module_alone():
-    from x64guard import mlir
-    module, _ = mlir.load(golden("jax_uniform_rbg_x64"))
+    from x64guard.io import modules
+    module, _ = modules.load(golden("jax_uniform_rbg_x64"))
     before = str(module)
     result = x64guard.narrow(module, mode="allow")
     assert str(result.module) == before  # allow returns the module as it was, 64-bit random idioms included

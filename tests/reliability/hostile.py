@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 # Nesting depths for the random mutations. x64guard refuses text nested deeper than
-# mlir.MAX_NESTING in {([ before the MLIR parser (which recurses on the C stack) sees it;
+# modules.MAX_NESTING in {([ before the MLIR parser (which recurses on the C stack) sees it;
 # '<' is not counted yet, so nested tuple types stay shallow here (test_open_bugs.py has
 # the deep ones).
 FUZZ_DEPTHS = (1, 2, 10, 100, 999, 1000, 1001, 5000, 50000)
@@ -301,8 +301,8 @@ module @seed attributes {mhlo.num_partitions = 1 : i32} {
 
 def hand_written_bytecode() -> bytes:
     """HAND_WRITTEN as MLIR bytecode: the seed the named bytecode regressions patch."""
-    from x64guard import mlir
-    return mlir.to_bytecode(mlir.load(HAND_WRITTEN.strip())[0])
+    from x64guard.io import modules
+    return modules.to_bytecode(modules.load(HAND_WRITTEN.strip())[0])
 
 
 def patched(data: bytes, offset: int, value: int) -> bytes:
@@ -335,7 +335,7 @@ def write_seeds(directory: Path) -> dict[str, bytes]:
     import numpy as np
 
     from tests.corpus.oracle import lower_x64
-    from x64guard import mlir
+    from x64guard.io import modules
 
     directory.mkdir(parents=True, exist_ok=True)
     hand = HAND_WRITTEN.strip()
@@ -345,10 +345,10 @@ def write_seeds(directory: Path) -> dict[str, bytes]:
                                                      np.ones(3, np.complex128)))
     seeds = {"text:hand.mlir": hand.encode(), "text:jax.mlir": jax_text.encode()}
     for name in ("hand.mlir", "jax.mlir"):
-        module, _ = mlir.load(seeds[f"text:{name}"].decode())
-        seeds[f"bytecode:{name}bc"] = mlir.to_bytecode(module)
-    jax_module, _ = mlir.load(jax_text)
-    seeds["artifact:jax.vhlo"] = mlir.to_portable_artifact(jax_module)
+        module, _ = modules.load(seeds[f"text:{name}"].decode())
+        seeds[f"bytecode:{name}bc"] = modules.to_bytecode(module)
+    jax_module, _ = modules.load(jax_text)
+    seeds["artifact:jax.vhlo"] = modules.to_portable_artifact(jax_module)
     for name, blob in seeds.items():
         (directory / name.replace(":", "_")).write_bytes(blob)
     return seeds
@@ -424,7 +424,7 @@ def child_main(seeds_dir: str, family: str, run_seed: int, start: int, stop: int
 
     import traceback
 
-    from x64guard.isolated_reader import READER_COMMAND
+    from x64guard.io.isolated_reader import READER_COMMAND
 
     def hook(event, args):
         # Lazy imports of library modules exec their code objects: not input. Restarting

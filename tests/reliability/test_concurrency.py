@@ -21,7 +21,7 @@ from jax.extend.mlir import ir
 
 import x64guard
 from tests.corpus.oracle import lower_x64, x64
-from x64guard import mlir
+from x64guard.io import modules
 
 THREADS = 8
 pytestmark = pytest.mark.filterwarnings("ignore::x64guard.X64GuardWarning")
@@ -75,7 +75,7 @@ def _run_threads(work, n_jobs):
 
 
 def test_narrow_text_and_bytecode_from_8_threads_matches_serial(texts):
-    inputs = texts + [mlir.to_bytecode(mlir.load(t)[0]) for t in texts]
+    inputs = texts + [modules.to_bytecode(modules.load(t)[0]) for t in texts]
     serial = [_outcome(m) for m in inputs]
     n = len(inputs)
     got = _run_threads(lambda i: (i % n, _outcome(inputs[i % n])), n * ROUNDS)
@@ -98,7 +98,7 @@ def test_narrow_jax_modules_from_8_threads_matches_serial():
 def test_narrow_modules_sharing_one_context_from_8_threads(texts):
     """Eight modules parsed in one MLIR context (as a caller's own code may), narrowed at once from
     eight threads: the case where the bindings' context is shared across threads."""
-    with mlir.make_context() as context:  # x64guard's own loads give each module its own context
+    with modules.make_context() as context:  # x64guard's own loads give each module its own context
         modules = [ir.Module.parse(t) for t in texts]
     assert all(m.context == context for m in modules)
     before = [m.operation.get_asm(enable_debug_info=True) for m in modules]

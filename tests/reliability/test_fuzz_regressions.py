@@ -233,7 +233,7 @@ def test_deep_nesting_is_a_value_error_not_a_crash():
     """Found while building the hostile-input fuzzer: the MLIR text parser recursed once per
     nesting level and overflowed the C stack (SIGSEGV) on 5,000 nested regions or `module {`
     and on 50,000 nested brackets; x64guard now refuses nesting deeper than
-    mlir.MAX_NESTING before parsing. In a child process (a crash would kill pytest)."""
+    modules.MAX_NESTING before parsing. In a child process (a crash would kill pytest)."""
     import json
     import subprocess
     import sys
@@ -276,7 +276,7 @@ def test_programs_jax_cannot_lower_are_not_blamed_on_x64guard():
 
 # --------------------------------------------------------------------------- corrupted bytecode
 # jaxlib's bytecode reader aborts, crashes or loops on these; x64guard reads bytecode in a
-# separate process first (x64guard/isolated_reader.py). Each case runs in a child process
+# separate process first (x64guard/io/isolated_reader.py). Each case runs in a child process
 # too, so that a regression kills the child, not pytest.
 
 BYTECODE_CHILD = """
@@ -421,11 +421,11 @@ def test_bytecode_with_a_non_utf8_attribute_name_is_a_value_error(fn):
     """Hostile-input fuzzer (bit_flip of bytecode:hand.mlirbc, make fuzz SEED=3, binary case
     33): the module reads, then RuntimeError `nanobind::detail::str_from_cstr_and_size():
     conversion error!` escaped x64guard's generic rule listing the attribute names."""
-    from x64guard import mlir
+    from x64guard.io import modules
     text = ('func.func @main(%x: tensor<f64>) -> tensor<f64> {\n'
             '  %0 = "acme.widget"(%x) {kind = f64} : (tensor<f64>) -> tensor<f64>\n'
             '  return %0 : tensor<f64>\n}')
-    data = mlir.to_bytecode(mlir.load(text)[0]).replace(b"kind", b"k\xeend", 1)
+    data = modules.to_bytecode(modules.load(text)[0]).replace(b"kind", b"k\xeend", 1)
     with pytest.raises(ValueError, match="^x64guard: the module holds a name that is not valid UTF-8"):
         fn(data)
 
@@ -440,12 +440,12 @@ def test_deeply_nested_tuple_types_are_a_value_error_not_a_crash(tmp_path):
 def test_arrows_and_stray_closers_do_not_hide_nesting():
     """The nesting guard counts conservatively: '->' closes nothing, and closing brackets
     with no opener (in strings, say) cannot lower the count of what follows them."""
-    from x64guard import mlir
-    depth = mlir.MAX_NESTING + 1
+    from x64guard.io import modules
+    depth = modules.MAX_NESTING + 1
     hidden = ("->" * 5000 + ")" * 5000 + "<" * depth).encode()
-    assert mlir._max_nesting(hidden) == depth
-    assert mlir._max_nesting(("(" * depth + ")" * depth).encode()) == depth
-    assert mlir._max_nesting(b"(tensor<i32>) -> tensor<i32>" * 2000) == 2  # 6,000 openers, 2 deep
+    assert modules._max_nesting(hidden) == depth
+    assert modules._max_nesting(("(" * depth + ")" * depth).encode()) == depth
+    assert modules._max_nesting(b"(tensor<i32>) -> tensor<i32>" * 2000) == 2  # 6,000 openers, 2 deep
 
 
 NON_UTF8_DIAGNOSTIC_BYTECODE = (

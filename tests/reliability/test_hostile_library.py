@@ -9,7 +9,7 @@ can leave the module valid); never another exception, a crash or a hang; and not
 evaluate, compile, unpickle or spawn anything while reading input (an audit hook watches).
 
 Some bytecode cases abort, crash or hang jaxlib's bytecode reader; x64guard reads bytecode
-in a separate reader process first (x64guard/isolated_reader.py), so the library must turn
+in a separate reader process first (x64guard/io/isolated_reader.py), so the library must turn
 every one of them into a ValueError.
 """
 

@@ -19,7 +19,7 @@ import pytest
 
 import x64guard
 from tests.conftest import wide_types
-from x64guard import mlir
+from x64guard.io import modules
 
 ROOT = Path(__file__).resolve().parents[2]
 CONSTANT_MB = 20
@@ -113,8 +113,8 @@ def _best_narrow(module, runs=3) -> float:
 
 def test_a_100k_op_module_narrows_without_recursion_limits_in_linear_time():
     small_text, large_text = synthetic_module(1_500), synthetic_module(15_000)
-    small, _ = mlir.load(small_text)
-    large, _ = mlir.load(large_text)
+    small, _ = modules.load(small_text)
+    large, _ = modules.load(large_text)
     n_small, n_large = _count_ops(small), _count_ops(large)
     assert n_large > 100_000
     limit = sys.getrecursionlimit()

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, seed, settings
 import x64guard
 from tests.corpus.oracle import bit_identical, x64
 from tests.reliability.grammar import Program, programs
-from x64guard import mlir
+from x64guard.io import modules
 
 pytestmark = [pytest.mark.filterwarnings("ignore::x64guard.X64GuardWarning"),
               pytest.mark.filterwarnings("ignore::RuntimeWarning")]  # float64 inputs beyond float32 -> inf
@@ -66,7 +66,7 @@ def check_no_mutation(program: Program) -> None:
         lowered = jitted.lower(*args)
         module = lowered.compiler_ir("stablehlo")
     text_before = _asm(module)
-    parsed, _ = mlir.load(text_before)            # also an ir.Module in x64guard's own context
+    parsed, _ = modules.load(text_before)            # also an ir.Module in x64guard's own context
     parsed_before = _asm(parsed)
 
     _touch_everything(module)
@@ -100,8 +100,8 @@ def test_no_mutation_of_text_or_bytes_inputs():
     text = ('func.func @main(%x: tensor<2xf64>) -> tensor<2xf64> {\n'
             '  %c = stablehlo.constant dense<[1.5, 1.0E+300]> : tensor<2xf64>\n'
             '  %0 = stablehlo.add %x, %c : tensor<2xf64>\n  return %0 : tensor<2xf64>\n}')
-    module, _ = mlir.load(text)
-    blob = bytearray(mlir.to_bytecode(module))
+    module, _ = modules.load(text)
+    blob = bytearray(modules.to_bytecode(module))
     copy = bytes(blob)
     for data in (blob, memoryview(blob)):
         for overflow in ("error", "saturate"):

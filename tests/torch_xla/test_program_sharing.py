@@ -6,7 +6,7 @@ nothing new: tests/torch_xla/test_training.py.)"""
 from __future__ import annotations
 
 from x64guard import _torch_xla_share as share
-from x64guard import mlir as xmlir
+from x64guard.io import modules as xmlir
 
 _MODULE = """module @IrToHlo.{n} attributes {{mhlo.is_dynamic = false}} {{
   func.func @main(%arg0: tensor<2x3xf32> loc("p0.{n}")) -> tensor<2x3xf32> {{

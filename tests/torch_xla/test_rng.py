@@ -22,7 +22,7 @@ from torch import nn
 import x64guard
 import x64guard.torch_xla as xt
 from tests.torch_xla.common import DEVICE, quietly, wide_values_beside_rng_state
-from x64guard import mlir as xmlir
+from x64guard.io import modules as xmlir
 from x64guard._torch_xla_rng import extract_rng_states, openxla_next_seed
 
 SEED = 1234

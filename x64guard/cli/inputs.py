@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from x64guard import mlir
+from x64guard.io import modules
 from x64guard.cli import _hlo
 
 
@@ -142,12 +142,12 @@ def read_units(path: str, data: bytes | None = None) -> list[Unit]:
     display = "<stdin>" if path == STDIN else path
     if data is None:
         head = _read_head(path)
-        if head.startswith(mlir.BYTECODE_MAGIC):
+        if head.startswith(modules.BYTECODE_MAGIC):
             return [_bytecode_unit(display, head, Path(path))]
         data = read_bytes(path)
     if not data.strip():
         raise InputError(display, "the file is empty (no module to read)")
-    if data.startswith(mlir.BYTECODE_MAGIC):
+    if data.startswith(modules.BYTECODE_MAGIC):
         return [_bytecode_unit(display, data, data)]
     text = _utf8(data)
     if text is not None:
@@ -236,7 +236,7 @@ def _jax_export(display: str, data: bytes) -> Unit | None:
         name = exported.fun_name
     except Exception:  # flatbuffers raises struct.error, AttributeError, IndexError, ...
         return None
-    if not module.startswith(mlir.BYTECODE_MAGIC):
+    if not module.startswith(modules.BYTECODE_MAGIC):
         return None
     version = _PORTABLE_VERSION.match(module)
     return Unit(display, Format.JAX_EXPORT, module, name=f"jit_{name}", function=name,

@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import x64guard
-from x64guard import mlir
+from x64guard.io import modules
 from x64guard.cli.inputs import FORMAT_NAMES, Format, InputError, Unit, function_name, read_units
 from x64guard.cli.where import ModulePosition, Source, module_position, parse_origin, source_of
 from x64guard.findings import SEVERITY_RANK, Finding, Severity
@@ -177,7 +177,7 @@ def check_unit(unit: Unit, target: str, all_positions: bool = False,
     """`all_positions`: groups of ops without a source location list every place (JSON,
     SARIF), not only the first few (text)."""
     try:
-        module, _ = mlir.load(unit.data)
+        module, _ = modules.load(unit.data)
     except ValueError as exc:
         raise InputError(unit.display, _reason(exc)) from None
     if unit.name is None:

@@ -5,7 +5,7 @@ Every parsed module gets its own MLIR context with the dialects JAX emits regist
 (contexts are not safe to share across threads, and keep their constants until they
 die). Unregistered dialects parse, so ops x64guard has never heard of are narrowed
 generically. Bytecode from outside is vetted in a separate process first
-(`x64guard.isolated_reader`): jaxlib's bytecode reader can crash on corrupted input.
+(`x64guard.io.isolated_reader`): jaxlib's bytecode reader can crash on corrupted input.
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ import os
 
 import numpy as np
 
-from x64guard import _compat
+from x64guard import _compat, versions
 
-_compat.check_jax_version()  # before JAX's bindings: a clear message for an untested JAX
+versions.check_jax_version()  # before JAX's bindings: a clear message for an untested JAX
 
 from jax.extend import lowering  # noqa: E402
 from jax.extend.mlir import ir, passmanager  # noqa: E402
 from jax.extend.mlir import serialize_portable_artifact  # noqa: E402
 from jax.extend.mlir.dialects import chlo, sdy, stablehlo  # noqa: E402
 
-from x64guard import isolated_reader  # noqa: E402
+from x64guard.io import isolated_reader  # noqa: E402
 from x64guard.errors import X64GuardError  # noqa: E402
 
 BYTECODE_MAGIC = b"ML\xefR"

@@ -4,15 +4,15 @@ jaxlib's bytecode reader trusts its input: a corrupted file can abort the proces
 (SIGABRT), crash it (SIGSEGV) or loop forever inside `ir.Module.parse`, where no Python
 code can catch anything. So before x64guard parses bytecode it has not produced itself, a
 long-lived reader process parses the same bytes with the same code (same jaxlib, same
-dialects, `mlir.read_bytecode`). Only when the reader survives does this process parse
+dialects, `modules.read_bytecode`). Only when the reader survives does this process parse
 them: the reader is deterministic, so bytes it read cleanly read cleanly here too. When
 the reader dies or hangs, it is replaced and the caller gets a `ValueError` saying so.
 
 The reader is started on first use (about a second: it imports jax's MLIR bindings) and
 serves every thread of this process, one request at a time (a forked child starts its
 own). It exits when this process closes its stdin: at exit, or when this process dies.
-Its program is `x64guard/_bytecode_reader.py`, which runs `serve` below with
-`x64guard.mlir.read_bytecode`: this module imports nothing of x64guard (x64guard.mlir
+Its program is `x64guard/io/_bytecode_reader.py`, which runs `serve` below with
+`x64guard.io.modules.read_bytecode`: this module imports nothing of x64guard (x64guard.io.modules
 imports it, never the reverse).
 
 Protocol (binary, on the reader's stdin/stdout): a request is a kind byte (b"B": bytes
@@ -44,8 +44,8 @@ TIMEOUT_S_PER_MB = 0.25
 STARTUP_TIMEOUT_S = 120.0  # importing jax on a loaded machine; not counted in a request's time
 _READY = b'{"ready": true}\n'
 _HEADER = struct.Struct("<cQ")
-_PACKAGE_PARENT = str(Path(__file__).resolve().parents[1])
-READER_COMMAND = (sys.executable, "-m", "x64guard._bytecode_reader", "serve")
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+READER_COMMAND = (sys.executable, "-m", "x64guard.io._bytecode_reader", "serve")
 
 
 def timeout_for(size: int) -> float:
@@ -241,7 +241,7 @@ def serve(read: Callable[[bytes | str], object], prepare: Callable[[], object]) 
         stdout.flush()
 
 
-USAGE = "x64guard's bytecode reader process is started by x64guard itself (x64guard/isolated_reader.py)"
+USAGE = "x64guard's bytecode reader process is started by x64guard itself (x64guard/io/isolated_reader.py)"
 
 if __name__ == "__main__":
     print(USAGE, file=sys.stderr)
