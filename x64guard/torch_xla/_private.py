@@ -6,7 +6,7 @@ private (`torch_xla._XLAC`) and change between releases, so x64guard checks the 
 at import and says plainly when it meets another one.
 
 Measured facts behind them (torch 2.9.0, torch-xla 2.9.0): see the notes quoted in
-x64guard/torch_xla.py.
+the modules of x64guard/torch_xla/.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Two paths leave work to torch-xla itself, which compiles it at full width:
   unless `torch._dynamo.config.allow_rnn` is set: the whole forward then ran at 64 bits, 0
   graphs, no word). torch.compile hands dynamo its own wrapper of the backend, so no
   per-call hook of the backend survives (`backend_ctx_ctor` is dropped); dynamo's compile
-  callbacks see every frame it compiles, and `_torch_xla_compat.compiling_frame` says for
+  callbacks see every frame it compiles, and `_private.compiling_frame` says for
   which backend. For x64guard's frames, `_on_compile_start` turns `allow_rnn` on (the RNN is
   traced and narrowed, as `x64guard.torch_xla.compile` already did; restored at the frame's
   end); `_on_compile_end` records the graph breaks and warns (`outside-graph`) about a
@@ -21,7 +21,7 @@ Two paths leave work to torch-xla itself, which compiles it at full width:
   hook. Inside `x64guard.torch_xla.step()` a torch function mode (`NarrowedReads`) catches
   the reads in Python and runs the tensor's graph narrowed first. Outside it, `sync`
   compares torch-xla's compile counter with the compiles x64guard asked for
-  (`_torch_xla_compat.own_compile_count`): one `lazy-read` warning per sync that follows
+  (`_private.own_compile_count`): one `lazy-read` warning per sync that follows
   compiles of torch-xla's own.
 """
 
@@ -37,10 +37,10 @@ from typing import Sequence
 import torch
 from torch.overrides import TorchFunctionMode
 
-from x64guard import _torch_xla_compat as _xc
+from x64guard.torch_xla import _private as _xc
 from x64guard import _user_line
 from x64guard.errors import X64GuardWarning
-from x64guard.findings import Finding, Location, Severity
+from x64guard.findings import Finding, Kind, Location, Severity
 
 _WIDE_TYPE = re.compile(r"\b(?:s64|u64|f64|c128)\[")
 _COMPILE = threading.local()   # the x64guard frame compile in progress on this thread
@@ -97,7 +97,7 @@ def _on_compile_end(args) -> None:
     gave_up = [key.strip().splitlines()[0] for key, count in skips.items() if count > skips_before.get(key, 0)]
     if gave_up and _GRAPHS[0] == graphs_before and not library:
         where = Location.source(code.co_filename, code.co_firstlineno, None, code.co_name)
-        _warn(Finding("outside-graph", Severity.WARNING, "skipped frame", where,
+        _warn(Finding(Kind.OUTSIDE_GRAPH, Severity.WARNING, "skipped frame", where,
                       f"dynamo gave x64guard no graph for a frame ({'; '.join(gave_up)}): it runs eagerly on "
                       "torch-xla, at full width, unnarrowed (64-bit types stay 64-bit). Make the code traceable "
                       "(TORCH_LOGS=graph_breaks shows why), or move it out of the compiled function"))
@@ -125,7 +125,7 @@ def note_pending_inputs(args: Sequence, paths: Sequence[str], is_alias) -> None:
                f"({'; '.join(breaks) or 'dynamo recorded none'}); torch-xla computes that code eagerly, at full "
                "width, unnarrowed. Remove the graph break (TORCH_LOGS=graph_breaks shows each) or move the 64-bit "
                "work inside the compiled code")
-    _warn(Finding("outside-graph", Severity.WARNING, "graph break", location, message))
+    _warn(Finding(Kind.OUTSIDE_GRAPH, Severity.WARNING, "graph break", location, message))
 
 
 def _input_name(path: str) -> str:
@@ -168,7 +168,7 @@ def check_lazy_reads() -> None:
                "`with x64guard.torch_xla.step():` (its reads then run narrowed), move such reads after "
                "x64guard.torch_xla.sync(...), or compile the forward with torch.compile(model, backend='x64guard') "
                "(Hugging Face's masking code skips its reads when traced)")
-    _warn(Finding("lazy-read", Severity.WARNING, "sync", "the lazy step", message))
+    _warn(Finding(Kind.LAZY_READ, Severity.WARNING, "sync", "the lazy step", message))
 
 
 # ============================================================================ narrowed reads
