@@ -150,6 +150,21 @@ def test_lazy_training_loop_with_sync_matches_eager():
     assert not HLO_WIDE.search(program.program.hlo)
 
 
+def test_lazy_program_cache_is_bounded_and_results_stay_right(monkeypatch):
+    """A lazy loop whose shapes vary lowers one graph per shape: the programs `sync` keeps
+    are an LRU of `limit` (64; here 2), and a graph evicted and met again is compiled again."""
+    monkeypatch.setattr(xt._LAZY_PROGRAMS, "limit", 2)
+    before = xt.counters()
+    for n in (3, 4, 5, 6, 3):
+        host = torch.arange(n, dtype=torch.float64) * 0.5
+        x = xt.to_device(host)
+        y = x * 2 + 1
+        quietly(xt.sync, y)
+        assert len(xt._LAZY_PROGRAMS) <= 2
+        torch.testing.assert_close(y.cpu(), (host * 2 + 1).float())
+    assert xt.counters()["traces"] - before["traces"] == 5     # shape 3 was evicted by 5 and 6
+
+
 def test_sync_refuses_a_64bit_tensor_it_would_overwrite():
     torch.manual_seed(0)
     model = TinyLM().to(xt._device())          # float64 parameters on the device, as they are
