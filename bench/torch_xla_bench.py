@@ -88,9 +88,9 @@ def run(runs: int) -> dict:
 
     start_section = time.perf_counter()
     device = torch_xla.device()
-    source = Path(xt.__file__).read_bytes()
+    source = b"".join(p.read_bytes() for p in sorted(Path(xt.__file__).parent.glob("*.py")))   # the package
     print(f"\n[torch-xla backend] torch {torch.__version__}, torch-xla {torch_xla.__version__}, device {device} "
-          f"(PJRT_DEVICE={os.environ.get('PJRT_DEVICE')}); x64guard/torch_xla.py sha256 "
+          f"(PJRT_DEVICE={os.environ.get('PJRT_DEVICE')}); x64guard/torch_xla/ sha256 "
           f"{hashlib.sha256(source).hexdigest()[:12]}")
     warnings.simplefilter("ignore", x64guard.X64GuardWarning)
     loops = max(runs, MIN_LOOPS)

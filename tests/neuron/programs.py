@@ -42,7 +42,7 @@ def torch_xla_text(fn, *tensors) -> str:
     """StableHLO of a torch-xla computation on the XLA device (its int64 kept)."""
     import torch_xla
 
-    from x64guard import _torch_xla_compat as compat
+    from x64guard.torch_xla import _private as compat
 
     device = torch_xla.device()
     out = fn(*[t.to(device) for t in tensors])

@@ -13,7 +13,7 @@ from torch import nn
 
 import x64guard
 import x64guard.torch_xla as xt
-from x64guard import _torch_xla_compat as xc
+from x64guard.torch_xla import _private as xc
 from tests.torch_xla.common import DEVICE, HLO_WIDE, assert_matches, compiled, last_graph, quietly
 from tests.torch_xla.models import MLP64, EmbeddingArgmax
 

@@ -224,7 +224,7 @@ def test_sync_with_no_arguments_warns_about_what_it_cannot_reach(monkeypatch):
     """A pending tensor Python does not hold (here: hidden from the scan) is reported
     loudly, never left silently to torch-xla's unnarrowed graph."""
     held = torch.ones(3, device=DEVICE) * 2
-    monkeypatch.setattr(xt, "_live_pending_tensors", lambda young_only, wanted=None: [])
+    monkeypatch.setattr(xt.lazy, "_live_pending_tensors", lambda young_only, wanted=None: [])
     with pytest.warns(x64guard.X64GuardWarning, match="torch-xla will compute them at full width"):
         xt.sync()
     monkeypatch.undo()

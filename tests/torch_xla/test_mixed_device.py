@@ -1,4 +1,4 @@
-"""Mixed-device graphs (x64guard/_torch_xla_mixed.py): a graph that makes CPU tensors runs
+"""Mixed-device graphs (x64guard/torch_xla/mixed.py): a graph that makes CPU tensors runs
 its CPU part eagerly on the CPU, as PyTorch does, and its XLA part narrowed; a CPU value
 computed from an XLA value is refused. Against eager PyTorch and torch-xla's openxla."""
 

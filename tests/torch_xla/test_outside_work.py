@@ -25,7 +25,7 @@ from torch import nn
 
 import x64guard
 import x64guard.torch_xla as xt
-from x64guard import _torch_xla_compat as _xc
+from x64guard.torch_xla import _private as _xc
 from tests.torch_xla.common import run_python, wide_values_beside_rng_state
 
 

@@ -1,11 +1,11 @@
-"""Which narrowed modules share one compiled program (x64guard/_torch_xla_share.py): equal
+"""Which narrowed modules share one compiled program (x64guard/torch_xla/share.py): equal
 but for locations and the module's name, with the same parameter types and device; any
 other difference keeps them apart. (The end-to-end case, a dynamo recompile that compiles
 nothing new: tests/torch_xla/test_training.py.)"""
 
 from __future__ import annotations
 
-from x64guard import _torch_xla_share as share
+from x64guard.torch_xla import share
 from x64guard.io import modules as xmlir
 
 _MODULE = """module @IrToHlo.{n} attributes {{mhlo.is_dynamic = false}} {{

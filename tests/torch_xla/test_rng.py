@@ -2,7 +2,7 @@
 
 torch-xla draws each with `rng_bit_generator` from a `ui64[2]` state it computes in the
 graph from its seed with 64-bit integer arithmetic; x64guard computes those states on the
-host and passes them in as 32-bit words (x64guard/_torch_xla_rng.py). The front end's
+host and passes them in as 32-bit words (x64guard/torch_xla/rng.py). The front end's
 part is checked at full width: the program then draws exactly what torch-xla's own
 generator draws for the same seed. Narrowed, the core pass keeps the state (the x32
 profile's one 64-bit value) and the program draws the same numbers.
@@ -23,7 +23,7 @@ import x64guard
 import x64guard.torch_xla as xt
 from tests.torch_xla.common import DEVICE, quietly, wide_values_beside_rng_state
 from x64guard.io import modules as xmlir
-from x64guard._torch_xla_rng import extract_rng_states, openxla_next_seed
+from x64guard.torch_xla.rng import extract_rng_states, openxla_next_seed
 
 SEED = 1234
 
@@ -181,7 +181,7 @@ def test_random_ops_in_a_compiled_training_step_run():
 def test_compiled_dropout_is_torch_xla_eager_dropout_openxla_is_not():
     """Under AOTAutograd dropout becomes aten.native_dropout, which torch-xla 2.9 lowers
     with the scale 1/p instead of 1/(1-p). x64guard computes it as torch-xla's eager
-    dropout does (x64guard/torch_xla.py, _TorchXlaRepairs): the same values, bit for bit,
+    dropout does (x64guard/torch_xla/repairs.py, _TorchXlaRepairs): the same values, bit for bit,
     from the same seed; openxla's kept values are scaled by 1/p."""
     x = torch.randn(4, 50, generator=torch.Generator().manual_seed(0))
 

@@ -17,7 +17,7 @@ import torch_xla.core.xla_model as xm
 
 from tests.conftest import narrow_quietly
 from tests.passes.test_rng import run, same_bits
-from x64guard import _torch_xla_compat as xc
+from x64guard.torch_xla import _private as xc
 
 DEVICE = torch_xla.device()
 

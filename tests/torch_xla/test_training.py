@@ -15,7 +15,7 @@ from torch import nn
 
 import x64guard
 import x64guard.torch_xla as xt
-from x64guard import _torch_xla_compat as xc
+from x64guard.torch_xla import _private as xc
 from tests.torch_xla.common import HLO_WIDE, quietly
 
 VOCAB, LENGTH = 64, 12
@@ -148,6 +148,21 @@ def test_lazy_training_loop_with_sync_matches_eager():
     assert after["traces"] - before["traces"] == 1 and after["calls"] - before["calls"] == 3
     (program,) = [p for p in xt._LAZY_PROGRAMS.values() if p.result.changes.get("i64->i32")][-1:]
     assert not HLO_WIDE.search(program.program.hlo)
+
+
+def test_lazy_program_cache_is_bounded_and_results_stay_right(monkeypatch):
+    """A lazy loop whose shapes vary lowers one graph per shape: the programs `sync` keeps
+    are an LRU of `limit` (64; here 2), and a graph evicted and met again is compiled again."""
+    monkeypatch.setattr(xt._LAZY_PROGRAMS, "limit", 2)
+    before = xt.counters()
+    for n in (3, 4, 5, 6, 3):
+        host = torch.arange(n, dtype=torch.float64) * 0.5
+        x = xt.to_device(host)
+        y = x * 2 + 1
+        quietly(xt.sync, y)
+        assert len(xt._LAZY_PROGRAMS) <= 2
+        torch.testing.assert_close(y.cpu(), (host * 2 + 1).float())
+    assert xt.counters()["traces"] - before["traces"] == 5     # shape 3 was evicted by 5 and 6
 
 
 def test_sync_refuses_a_64bit_tensor_it_would_overwrite():

@@ -62,7 +62,7 @@ import os, sys
 os.environ.setdefault("PJRT_DEVICE", "CPU")
 import torch, torch_xla
 import torch_xla.core.xla_model as xm
-from x64guard import _torch_xla_compat as xc
+from x64guard.torch_xla import _private as xc
 dev = torch_xla.device()
 xm.set_rng_state(123)
 y = {draw}

@@ -2,7 +2,7 @@
 nodes that made them, and those to the model's Python source.
 
 torch-xla records the Python stack of every IR node it creates while its IR debugging is
-on (`_torch_xla_compat.python_frames_recorded`), and its StableHLO lowering writes that
+on (`_private.python_frames_recorded`), and its StableHLO lowering writes that
 stack into each op's MLIR location (`callsite(... at ...)`). The FX graph is run node by
 node, each node from a frame of its own: a one-line function compiled under the file
 name TRAMPOLINE_FILE at line k + 1 for node k. An op whose location holds that frame was

@@ -29,9 +29,9 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from x64guard._torch_xla_source import node_source
+from x64guard.torch_xla.source import node_source
 from x64guard.errors import X64GuardError
-from x64guard.findings import Finding, Location, Severity
+from x64guard.findings import Finding, Kind, Location, Severity
 
 CPU, XLA, NO_TENSOR, UNKNOWN = "cpu", "xla", "none", "unknown"
 
@@ -90,7 +90,7 @@ def _refusal(node: torch.fx.Node, source: torch.fx.Node) -> X64GuardError:
                "that is a read from the device inside the graph, of a value "
                "x64guard narrowed. Read the value after the compiled call (return the XLA tensor and call .cpu() "
                "on the result), or make that tensor on the device")
-    finding = Finding("cpu-part", Severity.ERROR, made.target, _location(made), message)
+    finding = Finding(Kind.CPU_PART, Severity.ERROR, made.target, _location(made), message)
     return X64GuardError(f"x64guard.torch_xla: {message}", [finding])
 
 
@@ -169,7 +169,7 @@ def _findings(made: list[tuple[torch.fx.Node, str]], then: str) -> list[Finding]
     for (source, kind), whats in groups.items():
         named = ", ".join(w for w in whats if w)
         what = f"{named} ({kind}, a CPU tensor)" if named else f"a CPU tensor ({kind})"
-        findings.append(Finding("cpu-part", Severity.INFO, source.target, _location(source),
+        findings.append(Finding(Kind.CPU_PART, Severity.INFO, source.target, _location(source),
                                 f"{what} ran on the CPU, eagerly as PyTorch runs it; {then}", count=len(whats)))
     return findings
 

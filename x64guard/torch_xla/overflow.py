@@ -254,6 +254,7 @@ class _Guard:
     # ------------------------------------------------------------------ the analysis
 
     def visit(self, op) -> None:
+        """Record the range of `op`'s int64 result; add a check where it may leave int32."""
         name = op.name
         results = list(op.results)
         if not results:
@@ -271,9 +272,14 @@ class _Guard:
             return
         if not any(_is_i64(r) for r in results):
             return
-        operands = list(op.operands)
-        r = [self.range(v) for v in operands]
-        out = results[0]
+        r = [self.range(v) for v in op.operands]
+        if not (self._data_movement(op, name, r) or self._arithmetic(op, name, r)):
+            self._other(op, name, r)
+
+    def _data_movement(self, op, name: str, r: list) -> bool:
+        """Ops whose result's range follows from their operands' without arithmetic.
+        Returns whether `name` is one of them."""
+        out, operands = op.results[0], list(op.operands)
         if name == "stablehlo.convert":
             self.ranges[out] = _clip(*r[0]) if isinstance(_element(operands[0].type), ir.IntegerType) else _FULL
         elif name in _PASS_THROUGH:
@@ -285,7 +291,15 @@ class _Guard:
             self.ranges[out] = (max(r[1][0], r[0][0]), min(r[1][1], r[2][1]))
         elif name == "stablehlo.sign":
             self.ranges[out] = (max(-1, min(r[0][0], 0)), min(1, max(r[0][1], 0)))
-        elif name in ("stablehlo.add", "stablehlo.subtract", "stablehlo.multiply"):
+        else:
+            return False
+        return True
+
+    def _arithmetic(self, op, name: str, r: list) -> bool:
+        """Elementwise arithmetic: interval bounds, and an exact check where they leave
+        int32. Returns whether `name` is handled here."""
+        out = op.results[0]
+        if name in ("stablehlo.add", "stablehlo.subtract", "stablehlo.multiply"):
             (a0, a1), (b0, b1) = r
             if name == "stablehlo.add":
                 lo, hi = a0 + b0, a1 + b1
@@ -294,32 +308,35 @@ class _Guard:
             else:
                 products = (a0 * b0, a0 * b1, a1 * b0, a1 * b1)
                 lo, hi = min(products), max(products)
-            if not _fits(lo, hi):
-                self._exact_check(op)
-            self.ranges[out] = _clip(lo, hi)
         elif name == "stablehlo.negate":
             lo, hi = -r[0][1], -r[0][0]
-            if not _fits(lo, hi):
-                self._exact_check(op)
-            self.ranges[out] = _clip(lo, hi)
         elif name == "stablehlo.abs":
             lo = 0 if r[0][0] <= 0 <= r[0][1] else min(abs(r[0][0]), abs(r[0][1]))
             hi = max(abs(r[0][0]), abs(r[0][1]))
-            if not _fits(lo, hi):
-                self._exact_check(op)
-            self.ranges[out] = _clip(lo, hi)
         elif name == "stablehlo.divide":
             (a0, a1), (b0, b1) = r
             if a0 <= I32_MIN and b0 <= -1 <= b1:
                 self._exact_check(op)
             big = max(abs(a0), abs(a1))
             self.ranges[out] = _clip(-big, big)
+            return True
         elif name == "stablehlo.remainder":
             (a0, a1), (b0, b1) = r
             bound = max(abs(b0), abs(b1), 1) - 1
             bound = min(bound, max(abs(a0), abs(a1)))
             self.ranges[out] = (0 if a0 >= 0 else -bound, 0 if a1 <= 0 else bound)
-        elif name in ("stablehlo.shift_right_arithmetic", "stablehlo.shift_right_logical"):
+            return True
+        else:
+            return False
+        if not _fits(lo, hi):
+            self._exact_check(op)
+        self.ranges[out] = _clip(lo, hi)
+        return True
+
+    def _other(self, op, name: str, r: list) -> None:
+        """Shifts, bitwise ops, power, reductions, dot products and scatters."""
+        out = op.results[0]
+        if name in ("stablehlo.shift_right_arithmetic", "stablehlo.shift_right_logical"):
             self.ranges[out] = (min(r[0][0], 0), max(r[0][1], 0)) if name.endswith("arithmetic") or r[0][0] >= 0 \
                 else _FULL
         elif name in ("stablehlo.and", "stablehlo.or", "stablehlo.xor", "stablehlo.not"):
@@ -337,18 +354,22 @@ class _Guard:
         elif name == "stablehlo.dot_general":
             self._dot(op, r)
         elif name == "stablehlo.scatter":
-            body = _body_ops(op)
-            if "stablehlo.add" in body and len(operands) == 3:
-                (o0, o1), _, (u0, u1) = r
-                n = max(_count(ir.RankedTensorType(operands[2].type).shape,
-                               range(len(ir.RankedTensorType(operands[2].type).shape))), 1)
-                lo, hi = o0 + n * min(u0, 0), o1 + n * max(u1, 0)
-                if not _fits(lo, hi):
-                    self._bounded_check(op, [operands[2]], n, extra=operands[0])
-                self.ranges[out] = _clip(lo, hi)
-            elif body <= {"stablehlo.maximum", "stablehlo.minimum", "stablehlo.select", "stablehlo.compare"} \
-                    and len(operands) == 3:
-                self.ranges[out] = (min(r[0][0], r[2][0]), max(r[0][1], r[2][1]))
+            self._scatter(op, r)
+
+    def _scatter(self, op, r: list) -> None:
+        out, operands = op.results[0], list(op.operands)
+        body = _body_ops(op)
+        if "stablehlo.add" in body and len(operands) == 3:
+            (o0, o1), _, (u0, u1) = r
+            n = max(_count(ir.RankedTensorType(operands[2].type).shape,
+                           range(len(ir.RankedTensorType(operands[2].type).shape))), 1)
+            lo, hi = o0 + n * min(u0, 0), o1 + n * max(u1, 0)
+            if not _fits(lo, hi):
+                self._bounded_check(op, [operands[2]], n, extra=operands[0])
+            self.ranges[out] = _clip(lo, hi)
+        elif body <= {"stablehlo.maximum", "stablehlo.minimum", "stablehlo.select", "stablehlo.compare"} \
+                and len(operands) == 3:
+            self.ranges[out] = (min(r[0][0], r[2][0]), max(r[0][1], r[2][1]))
 
     def _shift_check(self, op) -> None:
         # a << b == a * 2**b for the shifts that do not overflow

@@ -8,7 +8,7 @@ Two paths leave work to torch-xla itself, which compiles it at full width:
   unless `torch._dynamo.config.allow_rnn` is set: the whole forward then ran at 64 bits, 0
   graphs, no word). torch.compile hands dynamo its own wrapper of the backend, so no
   per-call hook of the backend survives (`backend_ctx_ctor` is dropped); dynamo's compile
-  callbacks see every frame it compiles, and `_torch_xla_compat.compiling_frame` says for
+  callbacks see every frame it compiles, and `_private.compiling_frame` says for
   which backend. For x64guard's frames, `_on_compile_start` turns `allow_rnn` on (the RNN is
   traced and narrowed, as `x64guard.torch_xla.compile` already did; restored at the frame's
   end); `_on_compile_end` records the graph breaks and warns (`outside-graph`) about a
@@ -21,7 +21,7 @@ Two paths leave work to torch-xla itself, which compiles it at full width:
   hook. Inside `x64guard.torch_xla.step()` a torch function mode (`NarrowedReads`) catches
   the reads in Python and runs the tensor's graph narrowed first. Outside it, `sync`
   compares torch-xla's compile counter with the compiles x64guard asked for
-  (`_torch_xla_compat.own_compile_count`): one `lazy-read` warning per sync that follows
+  (`_private.own_compile_count`): one `lazy-read` warning per sync that follows
   compiles of torch-xla's own.
 """
 
@@ -32,19 +32,27 @@ import os
 import re
 import threading
 import warnings
-from typing import Sequence
+from typing import Any, NamedTuple, Sequence
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-from x64guard import _torch_xla_compat as _xc
+from x64guard.torch_xla import _private as _xc
 from x64guard import _user_line
 from x64guard.errors import X64GuardWarning
-from x64guard.findings import Finding, Location, Severity
+from x64guard.findings import Finding, Kind, Location, Severity
 
 _WIDE_TYPE = re.compile(r"\b(?:s64|u64|f64|c128)\[")
 _COMPILE = threading.local()   # the x64guard frame compile in progress on this thread
-_RECENT_BREAKS: list[tuple[str, str | None, int | None]] = []   # (reason, file, line) of x64guard frames, newest last
+class _GraphBreak(NamedTuple):
+    """A graph break dynamo reported in a frame compiled for x64guard."""
+
+    reason: str
+    file: str | None
+    line: int | None
+
+
+_RECENT_BREAKS: list[_GraphBreak] = []   # of x64guard frames, newest last
 _GRAPHS = [0]   # graphs dynamo gave the backend (backend() calls)
 
 
@@ -64,6 +72,17 @@ def note_graph() -> None:
     _GRAPHS[0] += 1
 
 
+class _FrameCompile(NamedTuple):
+    """A frame dynamo is compiling for x64guard, as it stood when the compile began."""
+
+    patch: Any                 # torch._dynamo.config.patch(allow_rnn=True), entered
+    breaks_before: int         # dynamo's graph-break reasons so far
+    skips_before: dict         # dynamo's skip counts so far
+    graphs_before: int         # graphs the backend had been given
+    library: bool              # the frame is PyTorch's or x64guard's own code, not the model's
+    code: Any                  # the frame's code object, or None
+
+
 def _on_compile_start(args) -> None:
     """Before dynamo traces a frame for backend='x64guard': RNN modules are traced (dynamo
     skips nn.LSTM/GRU/RNN unless allow_rnn is set: the whole forward then ran eagerly at 64
@@ -78,7 +97,7 @@ def _on_compile_start(args) -> None:
     patch = torch._dynamo.config.patch(allow_rnn=True)
     patch.__enter__()
     reasons, skips = _xc.dynamo_records()
-    _COMPILE.state = (patch, len(reasons), skips, _GRAPHS[0], library, code)
+    _COMPILE.state = _FrameCompile(patch, len(reasons), skips, _GRAPHS[0], library, code)
 
 
 def _on_compile_end(args) -> None:
@@ -92,12 +111,12 @@ def _on_compile_end(args) -> None:
     for reason in reasons[breaks_before:]:
         frame = reason.user_stack[-1] if reason.user_stack else None
         first = reason.reason.strip().splitlines()[0] if reason.reason.strip() else "a graph break"
-        _RECENT_BREAKS.append((first, frame.filename if frame else None, frame.lineno if frame else None))
+        _RECENT_BREAKS.append(_GraphBreak(first, frame.filename if frame else None, frame.lineno if frame else None))
     del _RECENT_BREAKS[:-8]
     gave_up = [key.strip().splitlines()[0] for key, count in skips.items() if count > skips_before.get(key, 0)]
     if gave_up and _GRAPHS[0] == graphs_before and not library:
         where = Location.source(code.co_filename, code.co_firstlineno, None, code.co_name)
-        _warn(Finding("outside-graph", Severity.WARNING, "skipped frame", where,
+        _warn(Finding(Kind.OUTSIDE_GRAPH, Severity.WARNING, "skipped frame", where,
                       f"dynamo gave x64guard no graph for a frame ({'; '.join(gave_up)}): it runs eagerly on "
                       "torch-xla, at full width, unnarrowed (64-bit types stay 64-bit). Make the code traceable "
                       "(TORCH_LOGS=graph_breaks shows why), or move it out of the compiled function"))
@@ -118,14 +137,14 @@ def note_pending_inputs(args: Sequence, paths: Sequence[str], is_alias) -> None:
         return
     location = Location.at("the compiled function")
     breaks = [f"{reason} at {file}:{line}" if file else reason for reason, file, line in _RECENT_BREAKS[-2:]]
-    if _RECENT_BREAKS and _RECENT_BREAKS[-1][1]:
-        location = Location.source(_RECENT_BREAKS[-1][1], _RECENT_BREAKS[-1][2], None)
+    if _RECENT_BREAKS and _RECENT_BREAKS[-1].file:
+        location = Location.source(_RECENT_BREAKS[-1].file, _RECENT_BREAKS[-1].line, None)
     message = (f"a graph given to x64guard takes {', '.join(wide[:4])}{', ...' if len(wide) > 4 else ''} computed "
                f"outside any x64guard graph, with 64-bit types, after a graph break "
                f"({'; '.join(breaks) or 'dynamo recorded none'}); torch-xla computes that code eagerly, at full "
                "width, unnarrowed. Remove the graph break (TORCH_LOGS=graph_breaks shows each) or move the 64-bit "
                "work inside the compiled code")
-    _warn(Finding("outside-graph", Severity.WARNING, "graph break", location, message))
+    _warn(Finding(Kind.OUTSIDE_GRAPH, Severity.WARNING, "graph break", location, message))
 
 
 def _input_name(path: str) -> str:
@@ -168,7 +187,7 @@ def check_lazy_reads() -> None:
                "`with x64guard.torch_xla.step():` (its reads then run narrowed), move such reads after "
                "x64guard.torch_xla.sync(...), or compile the forward with torch.compile(model, backend='x64guard') "
                "(Hugging Face's masking code skips its reads when traced)")
-    _warn(Finding("lazy-read", Severity.WARNING, "sync", "the lazy step", message))
+    _warn(Finding(Kind.LAZY_READ, Severity.WARNING, "sync", "the lazy step", message))
 
 
 # ============================================================================ narrowed reads

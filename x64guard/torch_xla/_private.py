@@ -6,7 +6,7 @@ private (`torch_xla._XLAC`) and change between releases, so x64guard checks the 
 at import and says plainly when it meets another one.
 
 Measured facts behind them (torch 2.9.0, torch-xla 2.9.0): see the notes quoted in
-x64guard/torch_xla.py.
+the modules of x64guard/torch_xla/.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ TESTED_TORCH_XLA = ((2, 9, 0), (2, 10, 0))  # [low, high), for torch and torch-x
 ALLOW_UNTESTED_ENV = "X64GUARD_ALLOW_UNTESTED_TORCH_XLA"
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch.__version__, torch_xla.__version__
 def check_torch_xla_version() -> None:
     import torch
     import torch_xla
@@ -34,6 +35,7 @@ def check_torch_xla_version() -> None:
         "to try anyway.")
 
 
+# torch 2.9.0 / torch-xla 2.9.0 (no private call: the version gate and the frames to skip)
 @functools.lru_cache(maxsize=None)
 def excluded_source_dirs() -> tuple[str, ...]:
     """Directories whose frames are never the user's line: torch's (dynamo included) and
@@ -46,6 +48,7 @@ def excluded_source_dirs() -> tuple[str, ...]:
     return module_dirs(torch, torch_xla)
 
 
+# seen in torch-xla 2.9.0: torch_xla._XLAC, the C++ bindings every call below goes through
 def _xlac():
     import torch_xla
 
@@ -54,18 +57,21 @@ def _xlac():
 
 # ----------------------------------------------------------------------------- the lazy graph
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._get_stablehlo
 def stablehlo_text(tensors: Sequence, device: str) -> str:
     """The StableHLO of the pending graph rooted at `tensors` (torch-xla lowers to HLO and
     converts; no serialization, so nothing is expanded for a portable artifact)."""
     return _xlac()._get_stablehlo(list(tensors), device, [], False).decode("utf-8")
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._get_stablehlo
 def stablehlo_bytecode(tensors: Sequence, device: str) -> bytes:
     """The same module as MLIR bytecode: unlike the text, it keeps the ops' locations
     (the Python stacks recorded under `python_frames_recorded`)."""
     return _xlac()._get_stablehlo(list(tensors), device, [], True)
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._get_ir_debug, torch_xla._XLAC._set_ir_debug
 @contextlib.contextmanager
 def python_frames_recorded() -> Iterator[None]:
     """torch-xla records the Python stack of every IR node created meanwhile (its IR
@@ -81,6 +87,7 @@ def python_frames_recorded() -> Iterator[None]:
         xlac._set_ir_debug(previous)
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._get_xla_handle_special_scalars, torch_xla._XLAC._set_xla_handle_special_scalars
 @contextlib.contextmanager
 def device_data_transfers() -> Iterator[None]:
     """0-dim tensors moved to the device meanwhile become device data, as any other
@@ -96,21 +103,25 @@ def device_data_transfers() -> Iterator[None]:
         xlac._set_xla_handle_special_scalars(previous)
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._xla_get_rng_seed
 def rng_seed(device: str) -> int:
     """torch-xla's running RNG seed for `device` (a host value: no device read)."""
     return int(_xlac()._xla_get_rng_seed(device))
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._xla_set_rng_seed
 def set_rng_seed(seed: int, device: str) -> None:
     """Set torch-xla's RNG seed for `device` (also drops pending seed arithmetic)."""
     _xlac()._xla_set_rng_seed(int(seed), device)
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._get_xla_tensors_hlo
 def hlo_text(tensors: Sequence) -> str:
     """The HLO text of the pending graph rooted at `tensors` (what torch-xla compiles)."""
     return _xlac()._get_xla_tensors_hlo(list(tensors))
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._get_tensors_xla_device_data_node
 def graph_inputs(tensors: Sequence) -> tuple[list[int], list]:
     """(tensor ids, tensors holding the data) of the device-data parameters of the graph
     rooted at `tensors`, in the order of the lowered module's parameters."""
@@ -118,18 +129,22 @@ def graph_inputs(tensors: Sequence) -> tuple[list[int], list]:
     return list(ids), list(values)
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._unique_id_for_ir_and_data
 def data_id(tensor) -> str:
     """An identity for a tensor's pending IR or device data: two tensors sharing a device
     buffer have the same one, and any write (in place or not) gives a new one."""
     return _xlac()._unique_id_for_ir_and_data(tensor)
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._unique_id_for_ir_and_data
 def data_id_function():
     """`data_id` itself (torch-xla's function, without a Python wrapper around it): it
     runs once per 64-bit parameter on every call."""
     return _xlac()._unique_id_for_ir_and_data
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._get_tensors_xla_device_data_node,
+#   torch_xla._XLAC._unique_id_for_ir_and_data
 def buffer_id(tensor) -> "str | None":
     """The identity of the device buffer a tensor holds, in the form the parameters of a
     lowered graph report it (`data_id` of an unsynced upload names its IR node instead),
@@ -140,10 +155,12 @@ def buffer_id(tensor) -> "str | None":
     return _xlac()._unique_id_for_ir_and_data(values[0])
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._xla_get_tensor_id
 def tensor_id(tensor) -> int:
     return _xlac()._xla_get_tensor_id(tensor)
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._xla_get_tensor_id
 def is_xla_tensor(tensor) -> bool:
     """Whether torch-xla holds `tensor` (a tensor whose device is "xla" may also be one of
     dynamo's fake tensors, or a functional wrapper, kept alive by its caches)."""
@@ -154,22 +171,26 @@ def is_xla_tensor(tensor) -> bool:
     return True
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._check_tensor_need_materialization
 def needs_materialization(tensors: Sequence) -> list[bool]:
     """Which tensors hold pending IR (not yet device data)."""
     return list(_xlac()._check_tensor_need_materialization(list(tensors)))
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._xla_sync_multi
 def materialize(tensors: Sequence, device: str) -> None:
     """Execute the pending graph of `tensors` only (other live tensors keep theirs)."""
     if tensors:
         _xlac()._xla_sync_multi(list(tensors), [device], wait=True, sync_xla_data=True)
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._get_seed_info_id
 def seed_id() -> int:
     """The tensor id of torch-xla's RNG seed when it enters a graph as device data."""
     return _xlac()._get_seed_info_id()
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._get_xla_all_numbers_special_scalars, torch_xla._XLAC._set_xla_all_numbers_special_scalars
 @contextlib.contextmanager
 def inline_scalars() -> Iterator[None]:
     """Python numbers become `stablehlo.constant`s instead of device-data parameters
@@ -186,6 +207,7 @@ def inline_scalars() -> Iterator[None]:
 
 # ----------------------------------------------------------------------------- user computations
 
+# seen in torch-xla 2.9.0 with jaxlib as pinned by x64guard: jaxlib._jax.mlir
 def stablehlo_to_hlo_proto(module_text: str) -> bytes:
     """A serialized HloModuleProto from StableHLO text, its results returned as a tuple
     (what `_xla_user_computation` unpacks into tensors). jaxlib's converter, private:
@@ -196,17 +218,20 @@ def stablehlo_to_hlo_proto(module_text: str) -> bytes:
     return computation.as_serialized_hlo_module_proto()
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._xla_op_computation_from_module_proto
 def computation_from_proto(name: str, proto: bytes):
     """An XlaComputation torch-xla can call as an op of its lazy graph."""
     return _xlac()._xla_op_computation_from_module_proto(name, proto)
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._xla_user_computation
 def call_computation(name: str, inputs: Sequence, computation) -> list:
     """The computation as an op of the lazy graph: lazy outputs, nothing executed. `name`
     must look like 'xla::something'."""
     return list(_xlac()._xla_user_computation(name, list(inputs), computation))
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._xla_create_placeholder_tensor, torch_xla.core.xla_builder
 def placeholder(shape: Sequence[int], dtype):
     """A device-data tensor with no buffer, for staging a graph: reading it aborts the
     process, so it is only ever an input of a user computation (never of torch ops)."""
@@ -216,6 +241,7 @@ def placeholder(shape: Sequence[int], dtype):
     return _xlac()._xla_create_placeholder_tensor(xla_builder.mkshape(xla_type, tuple(shape)).shape)
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch._has_compatible_shallow_copy_type
 def takes_device_data(tensor) -> bool:
     """Whether `replace_data` can give `tensor` a plain XLA tensor's data: PyTorch's own
     check for `.data =` (a wrapper subclass or a functional tensor another test or library
@@ -227,6 +253,7 @@ def takes_device_data(tensor) -> bool:
     return torch._has_compatible_shallow_copy_type(tensor, torch.empty(0, dtype=tensor.dtype, device=tensor.device))
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0 (only through the calls of this module it uses)
 def replace_data(tensor, source) -> None:
     """`tensor` takes `source`'s device data (and drops its pending IR); what
     `x64guard.torch_xla.sync` does with each result of a narrowed lazy graph. (Public
@@ -235,6 +262,7 @@ def replace_data(tensor, source) -> None:
     tensor.data = source
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._get_graph_hash
 def graph_hash(tensors: Sequence) -> bytes:
     return _xlac()._get_graph_hash(list(tensors))
 
@@ -242,6 +270,7 @@ def graph_hash(tensors: Sequence) -> bytes:
 _OWN_COMPILES = [0]   # compiles x64guard asked torch-xla for (warm_up): the rest are torch-xla's own
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0 (only through the calls of this module it uses)
 @contextlib.contextmanager
 def own_compiles() -> Iterator[None]:
     """Count torch-xla's compiles in this block as x64guard's: its warm-ups, and the small
@@ -254,17 +283,20 @@ def own_compiles() -> Iterator[None]:
         _OWN_COMPILES[0] += compile_count() - before
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._xla_warm_up_cache
 def warm_up(tensors: Sequence) -> None:
     """Compile the graph rooted at `tensors` into torch-xla's computation cache."""
     with own_compiles():
         _xlac()._xla_warm_up_cache(list(tensors), [])
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0 (only through the calls of this module it uses)
 def own_compile_count() -> int:
     """How many of torch-xla's compiles (`compile_count`) x64guard caused (`own_compiles`)."""
     return _OWN_COMPILES[0]
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._run_cached_graph
 def run_cached(graph: bytes, inputs: Sequence) -> list:
     """Run a graph `warm_up` compiled, on device-data inputs in its parameter order:
     what torch-xla's dynamo backend does on every call (no tracing, no hashing)."""
@@ -273,6 +305,7 @@ def run_cached(graph: bytes, inputs: Sequence) -> list:
 
 # ----------------------------------------------------------------------------- metrics
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla.core.xla_model.wait_device_ops
 def wait_device_ops() -> None:
     """Block until every execution torch-xla has dispatched has finished (they run
     asynchronously, and count in ExecuteTime when they finish)."""
@@ -281,6 +314,7 @@ def wait_device_ops() -> None:
     xm.wait_device_ops()
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla.debug.metrics.metric_data
 def execution_count() -> int:
     """How many graphs torch-xla has executed so far (its ExecuteTime metric)."""
     import torch_xla.debug.metrics as metrics
@@ -289,6 +323,7 @@ def execution_count() -> int:
     return int(data[0]) if data else 0
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla.debug.metrics.counter_value, torch_xla.debug.metrics.counter_names
 def fallback_counts() -> dict[str, int]:
     """torch-xla's per-op counters of aten ops it ran on the CPU (no lowering)."""
     import torch_xla.debug.metrics as metrics
@@ -297,6 +332,7 @@ def fallback_counts() -> dict[str, int]:
             if name.startswith("aten::")}
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla.debug.metrics.counter_value
 def compile_count() -> int:
     """How many graphs torch-xla has compiled so far (its UncachedCompile counter)."""
     import torch_xla.debug.metrics as metrics
@@ -306,6 +342,7 @@ def compile_count() -> int:
 
 # ----------------------------------------------------------------------------- export
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla.stablehlo
 def decompose_exported(exported_program):
     """The exported program decomposed as torch-xla's StableHLO export does it (core ATen
     decompositions plus torch-xla's own additions)."""
@@ -314,6 +351,7 @@ def decompose_exported(exported_program):
     return stablehlo._run_decompositions(exported_program)
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla.stablehlo
 def export_interpreter(graph_module, device):
     """torch-xla's FX interpreter for exported graphs: moves tensors that factory ops
     create to the XLA device, wraps Python floats as torch-xla's export does."""
@@ -327,6 +365,7 @@ def export_interpreter(graph_module, device):
 _REPORT_TENSOR = re.compile(r"^Tensor: id=(\d+), shape=(.+?), device=.*?, ir_nodes=(\d+)")
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._xla_tensors_report
 def pending_tensor_report(device: str) -> list[tuple[int, str]]:
     """(tensor id, shape) of every live XLA tensor holding pending IR on `device`, from
     torch-xla's live-tensor report (`_xla_tensors_report(nodes_threshold=0)`; seen in
@@ -342,6 +381,7 @@ def pending_tensor_report(device: str) -> list[tuple[int, str]]:
     return found
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._xla_tensors_report
 def pending_tensor_ir(device: str) -> dict[int, tuple[str, str]]:
     """torch-xla tensor id -> (shape, IR text) of every live XLA tensor holding pending IR
     on `device` (the report `pending_tensor_report` reads; the IR names each node's type,
@@ -362,6 +402,7 @@ def pending_tensor_ir(device: str) -> dict[int, tuple[str, str]]:
 
 # ----------------------------------------------------------------------------- dynamo
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch._dynamo.callback_handler, torch._dynamo.convert_frame._compile
 def compiling_frame():
     """(the backend, the code object) dynamo is compiling a frame for, when called from
     inside one of dynamo's compile callbacks (`torch._dynamo.callback_handler`), else
@@ -389,6 +430,7 @@ def compiling_frame():
     return backend, code
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch._dynamo, torch._dynamo.utils
 def dynamo_records() -> tuple[list, dict[str, int]]:
     """(dynamo's graph-break reasons so far: `GraphCompileReason`s with `.reason` and
     `.user_stack`; what it gave up on, code it could not trace, with counts: its
@@ -398,6 +440,7 @@ def dynamo_records() -> tuple[list, dict[str, int]]:
     return utils.graph_break_reasons, dict(utils.counters["unimplemented"])
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch._dynamo.reset
 def compile_callbacks(start, end) -> None:
     """Register `start` and `end` (each called with dynamo's CallbackArgs) around every frame
     dynamo compiles, once: torch._dynamo.reset() clears them, so callers arm them again."""
@@ -408,6 +451,7 @@ def compile_callbacks(start, end) -> None:
         handler.register_end_callback(end)
 
 
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch._dynamo.callback, torch._dynamo.callback.callback_handler
 def torch_dynamo_callback_handler():
     from torch._dynamo.callback import callback_handler
 

@@ -1,0 +1,33 @@
+"""What every module of the torch-xla front end uses: the dtype table, x64guard's counters,
+the device."""
+
+from __future__ import annotations
+
+import torch
+import torch_xla
+
+from x64guard.passes.tables import NARROW_TORCH_DTYPE
+
+
+BACKEND_NAME = "x64guard"
+
+# What a 64-bit dtype becomes: the core's type table, on the torch side.
+NARROW_DTYPE: dict[torch.dtype, torch.dtype] = {
+    getattr(torch, wide): getattr(torch, narrow) for wide, narrow in NARROW_TORCH_DTYPE.items()}
+_INTEGER_NARROW = {wide for wide in NARROW_DTYPE if not (wide.is_floating_point or wide.is_complex)}
+
+# How many times x64guard traced and narrowed a graph, built a program, and ran one.
+_COUNTERS = {"traces": 0, "programs": 0, "programs_shared": 0, "calls": 0, "boundary_casts": 0}
+
+
+def counters() -> dict[str, int]:
+    """x64guard's own counts: graphs traced and narrowed (`traces`), programs compiled
+    into torch-xla's cache (`programs`), traces whose narrowed module equalled a live
+    program's but for locations and so reused it (`programs_shared`, e.g. after a dynamo
+    recompile), narrowed calls (`calls`), and 64-bit tensors cast at the boundary
+    (`boundary_casts`). A steady state moves only `calls`."""
+    return dict(_COUNTERS)
+
+
+def _device() -> torch.device:
+    return torch_xla.device()

@@ -1,0 +1,428 @@
+"""The lazy-tensor loop: `sync` runs a step's pending graph narrowed, `step` narrows the
+reads in the middle of one."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import functools
+import threading
+import weakref
+from typing import Any, Iterator, NamedTuple, Sequence
+
+import torch
+
+from x64guard.api import NarrowResult
+from x64guard.errors import X64GuardError, X64GuardWarning
+from x64guard.findings import Finding, Kind, Severity
+from x64guard.modes import Mode, resolve_mode, resolve_overflow
+from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla import outside as _outside
+from x64guard.torch_xla import share as _share
+from x64guard.torch_xla.base import _COUNTERS, NARROW_DTYPE, _device
+from x64guard.torch_xla.boundary import _BOUNDARY, _ID_TENSOR, _narrow_alias
+from x64guard.torch_xla.failures import _narrow_module, _refusal, _torch_xla_failures
+from x64guard.torch_xla.lowering import _read_lowering
+from x64guard.torch_xla.overflow import guard
+from x64guard.torch_xla.program import _Program
+from x64guard.torch_xla.rng import RngStates
+from x64guard.torch_xla.source import StackSourceMap
+from x64guard.torch_xla.tracing import _TRACE_LOCK, _constant_input, _rng_words
+
+
+@dataclasses.dataclass
+class _LazyProgram:
+    """A lazy graph (by torch-xla's graph hash) narrowed and compiled, for `sync`."""
+
+    program: _Program
+    dtypes: list[torch.dtype]          # per module parameter, what the program takes
+    seed_index: int | None             # the position of torch-xla's seed among the graph's inputs
+    rng: RngStates | None
+    result: NarrowResult
+    stablehlo: str
+
+
+class _SyncTarget(NamedTuple):
+    """A tensor a sync computes and replaces with its narrowed result."""
+
+    path: str              # a name for messages
+    tensor: torch.Tensor
+    is_state: bool         # a parameter, gradient, buffer or optimizer state (must already be 32-bit)
+
+
+class _LazyProgramCache:
+    """The programs `sync` and `step` compiled, by (mode, overflow policy, torch-xla's graph
+    hash), least recently used first; every read and write under the cache's lock.
+
+    Bounded: a lazy loop whose shapes vary (bucketed sequence lengths, a last smaller
+    batch) lowers one graph per shape, and each program holds its narrowed module, the
+    core's result and a compiled executable, so that an unbounded cache grows with every
+    new shape. `limit` (64) is well above what a training loop cycles through (one step
+    graph and a few mid-step reads per shape bucket) and small enough that the programs
+    kept stay a small part of the host's memory. An evicted program is compiled again
+    if its graph comes back (torch-xla's own computation cache may still hold it)."""
+
+    limit = 64
+
+    def __init__(self) -> None:
+        self._programs: collections.OrderedDict[tuple, _LazyProgram] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> _LazyProgram | None:
+        with self._lock:
+            program = self._programs.get(key)
+            if program is not None:
+                self._programs.move_to_end(key)
+            return program
+
+    def put(self, key: tuple, program: _LazyProgram) -> None:
+        with self._lock:
+            self._programs[key] = program
+            self._programs.move_to_end(key)
+            while len(self._programs) > max(self.limit, 1):
+                self._programs.popitem(last=False)
+
+    def values(self) -> list[_LazyProgram]:
+        """The programs kept, least recently used first (a copy)."""
+        with self._lock:
+            return list(self._programs.values())
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._programs)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._programs.clear()
+
+
+_LAZY_PROGRAMS = _LazyProgramCache()
+
+
+def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") -> None:
+    """Run the pending lazy computation of the tensors in `keep` narrowed, in place of
+    `torch_xla.sync()` at the end of a lazy-tensor training step:
+
+        model = x64guard.torch_xla.to_device(model)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for batch in batches:
+            loss = model(**x64guard.torch_xla.to_device(batch)).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            x64guard.torch_xla.sync(model, optimizer, loss)
+
+    torch-xla lowers and compiles its lazy graph inside `torch_xla.sync()` (C++
+    `_xla_step_marker`) with no Python hook between the two, so x64guard cannot narrow
+    the graph `torch_xla.sync()` runs. This is the closest equivalent: `keep` names what
+    the step must compute (modules: parameters, their gradients, buffers; optimizers:
+    their state; tensors; dicts, lists and tuples of these). Their joint pending graph is
+    lowered, narrowed (once per graph: torch-xla's graph hash is the key), run as one
+    program, and each tensor takes its result. Pending tensors not named in `keep` stay
+    pending (torch-xla computes them, unnarrowed, when something reads them).
+
+    Tensors named directly (a loss, a greedy token) come back narrowed, as the backend's
+    outputs do (an int64 argmax becomes int32). Parameters, buffers and optimizer state
+    must already be 32-bit (move models with `to_device`): a 64-bit one is refused, not
+    narrowed behind the model's back.
+    """
+    _outside.check_lazy_reads()      # torch-xla's own compiles since the previous sync: said, never silent
+    _outside.arm()
+    resolved = resolve_mode(mode)
+    policy = resolve_overflow(overflow).value
+    device = _device()
+    if keep:
+        _sync_tensors(_pending_tensors(keep), resolved, policy, device)
+        return
+    # No arguments, the drop-in for torch_xla.sync(): every pending XLA tensor.
+    _sync_refusing(_live_pending_tensors(young_only=True), resolved, policy, device)
+    left = _left_pending(str(device))
+    if left:    # something older than the last collections, or never seen: look everywhere
+        _sync_refusing(_live_pending_tensors(young_only=False, wanted=set(left)), resolved, policy, device)
+        left = _left_pending(str(device))
+    if left:
+        shapes = ", ".join(shape for shape in list(left.values())[:6]) + (", ..." if len(left) > 6 else "")
+        finding = Finding(Kind.SYNC_PENDING, Severity.WARNING, "sync", "the lazy step",
+                          f"{len(left)} XLA tensor(s) with pending computations ({shapes}) have no Python object "
+                          "x64guard.torch_xla.sync can find (autograd's internals, a tensor held only by C++); "
+                          "torch-xla will compute them at full width, unnarrowed, when they are read or at its own "
+                          "next sync. Name what the step must keep: x64guard.torch_xla.sync(model, optimizer, loss)")
+        import warnings
+
+        warnings.warn(X64GuardWarning(f"x64guard.torch_xla.sync: {finding.message}"), stacklevel=2)
+
+
+@contextlib.contextmanager
+def step(*, mode: "Mode | str | None" = None, overflow: str = "error") -> Iterator[None]:
+    """A lazy step whose mid-step reads run narrowed:
+
+        for batch in batches:
+            with x64guard.torch_xla.step():
+                loss = model(**batch).loss     # Hugging Face's masks read `padding_mask.all()`
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            x64guard.torch_xla.sync(model, optimizer, loss)
+
+    A read of a pending XLA tensor (`.item()`, `bool(t)` / `if t:`, `int(t)`, `float(t)`,
+    `.tolist()`, `.cpu()`, `.to("cpu")`, and `nonzero()`, whose shape needs the values) makes
+    torch-xla compile and run that tensor's graph
+    itself, at full width; inside `step()` x64guard runs it instead, narrowed as `sync`
+    runs a step (once per graph, cached), and the read returns the narrowed value (an int64
+    tensor's `.cpu()` is widened back to int64 on the host). The tensor keeps its dtype.
+    Printing a pending tensor is not intercepted (torch-xla computes it; the next sync
+    warns). Inside the scope torch-xla also records each op's Python stack, so that the
+    findings of `sync` name the model's lines. The scope is a torch function mode: every
+    torch op in it pays a small Python call; do not wrap compiled functions in it."""
+    resolved, policy = (None if mode is None else resolve_mode(mode)), resolve_overflow(overflow).value
+    # torch-xla records each op's Python stack meanwhile: findings of the step's graphs name its lines
+    with _outside.NarrowedReads(functools.partial(_read_narrowed, mode=resolved, policy=policy)), \
+            _xc.python_frames_recorded():
+        yield
+
+
+def _read_narrowed(tensor: torch.Tensor, *, mode: Mode | None, policy: str) -> torch.Tensor:
+    """Run `tensor`'s pending graph narrowed; return its narrowed device data. A tensor
+    narrowed to another dtype becomes a pending convert of that data (`_narrow_alias`),
+    so that PyTorch still sees its dtype."""
+    alias = _narrow_alias(tensor)
+    if alias is not None:
+        return alias
+    resolved = mode or resolve_mode(None)
+    wide = tensor.dtype
+    _sync_tensors([_SyncTarget("a tensor read in the step", tensor, False)], resolved, policy, _device())
+    narrowed = tensor.detach()
+    if narrowed.dtype is wide:
+        return narrowed
+    _xc.replace_data(tensor, narrowed.to(wide))
+    _BOUNDARY.put_alias(tensor, _xc.data_id(tensor), narrowed)
+    return narrowed
+
+
+class _Refused(NamedTuple):
+    """A tensor a sync without arguments refused, as it was then: not taken again."""
+
+    ref: weakref.ref
+    data: str            # its pending computation (`_private.data_id`)
+
+
+_REFUSED: dict[int, _Refused] = {}   # by id(tensor)
+
+
+def _sync_refusing(tensors: list[_SyncTarget], resolved: Mode, policy: str,
+                   device: torch.device) -> None:
+    """_sync_tensors for a sync without arguments: tensors it refused (an overflow, a
+    64-bit parameter) stay pending, as torch-xla left them, and later syncs without
+    arguments leave them alone instead of refusing again for an earlier step."""
+    for key, refused in list(_REFUSED.items()):
+        if refused.ref() is None:
+            _REFUSED.pop(key, None)
+    tensors = [item for item in tensors if not _refused_before(item.tensor)]
+    try:
+        _sync_tensors(tensors, resolved, policy, device)
+    except X64GuardError:
+        for _, tensor, _ in tensors:
+            _REFUSED[id(tensor)] = _Refused(weakref.ref(tensor), _xc.data_id(tensor))
+        raise
+
+
+def _refused_before(tensor: torch.Tensor) -> bool:
+    """Whether `tensor` holds exactly the computation a sync without arguments refused."""
+    entry = _REFUSED.get(id(tensor))
+    return entry is not None and entry.ref() is tensor and entry.data == _xc.data_id(tensor)
+
+
+def _sync_tensors(tensors: list[_SyncTarget], resolved: Mode, policy: str,
+                  device: torch.device) -> None:
+    device_str = str(device)
+    if not tensors:
+        return
+    wide = [f"{path} ({t.dtype})" for path, t, state in tensors if state and t.dtype in NARROW_DTYPE]
+    if wide and resolved is not Mode.ALLOW:
+        raise _refusal(Kind.SYNC_64BIT_TENSOR, "sync", f"{', '.join(wide[:5])} would take a narrowed result in place; "
+                       "x64guard does not narrow the parameters, buffers or optimizer state of a model behind its "
+                       "back. Move the model and its inputs with x64guard.torch_xla.to_device")
+    pending = [t for _, t, _ in tensors]
+    key = (resolved, policy, _xc.graph_hash(pending))
+    with _TRACE_LOCK:
+        ids, values = _xc.graph_inputs(pending)
+        lazy = _LAZY_PROGRAMS.get(key)
+        if lazy is None:    # (looked up under the trace lock: two threads do not compile one graph twice)
+            lazy = _compile_lazy(pending, ids, values, resolved, policy, device)
+            _LAZY_PROGRAMS.put(key, lazy)
+        inputs = []
+        for k, value in enumerate(values):
+            if k == lazy.seed_index:
+                continue
+            dtype = lazy.dtypes[len(inputs)]
+            inputs.append(value if value.dtype is dtype else _constant_input(value, dtype, "an input of the lazy "
+                                                                             "graph", device, "error"))
+        if lazy.rng is not None:
+            inputs.append(_rng_words(lazy.rng, device, device_str))
+        ordered = [inputs[k] for k in lazy.program.order]
+        results = lazy.program.run(ordered)
+    for tensor, result in zip(pending, results):
+        _xc.replace_data(tensor, result)
+    _COUNTERS["calls"] += 1
+
+
+def _pending_tensors(keep: Sequence[Any]) -> list[_SyncTarget]:
+    """The XLA tensors with pending IR among `keep` (each once)."""
+    found: dict[int, _SyncTarget] = {}
+
+    def add(path: str, value: Any, state: bool = False) -> None:
+        if isinstance(value, torch.Tensor):
+            if value.device.type == "xla" and id(value) not in found:
+                found[id(value)] = _SyncTarget(path, value, state)
+        elif isinstance(value, torch.nn.Module):
+            for name, parameter in value.named_parameters():
+                add(f"parameter {name}", parameter, True)
+                if parameter.grad is not None:
+                    add(f"gradient of {name}", parameter.grad, True)
+            for name, buffer in value.named_buffers():
+                add(f"buffer {name}", buffer, True)
+        elif isinstance(value, torch.optim.Optimizer):
+            for group in value.param_groups:
+                for parameter in group["params"]:
+                    add("an optimized parameter", parameter, True)
+                    for name, state_value in value.state.get(parameter, {}).items():
+                        add(f"optimizer state {name!r}", state_value, True)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                add(str(k), v)
+        elif isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                add(f"item {i}", v)
+
+    for k, value in enumerate(keep):
+        add(f"argument {k}", value)
+    items = [item for item in found.values() if _narrow_alias(item.tensor) is None]   # to_device's ids stay as they are
+    flags = _xc.needs_materialization([t for _, t, _ in items]) if items else []
+    return [item for item, pending in zip(items, flags) if pending]
+
+
+_LONG_LIVED: dict[int, weakref.ref] = {}   # XLA tensors scans found, in the order first found
+
+
+def _live_pending_tensors(young_only: bool, wanted: set[int] | None = None) -> list[_SyncTarget]:
+    """Every live XLA tensor with pending IR that Python holds: the tensors scans found
+    before (parameters, optimizer state: long-lived; first, in a stable order, so that
+    each step lowers the same graph), those of the garbage
+    collector's young generations (what the step made), and the gradients of parameters;
+    with `young_only=False`, every object the collector tracks (slow: about 0.3 s with
+    transformers loaded; done when torch-xla's report says something stayed pending).
+    `wanted`: torch-xla tensor ids to look for."""
+    import gc
+
+    candidates: dict[int, torch.Tensor] = {}
+    for key, ref in list(_LONG_LIVED.items()):
+        tensor = ref()
+        if tensor is None:
+            _LONG_LIVED.pop(key, None)
+        else:
+            candidates[key] = tensor
+    generations = (0, 1) if young_only else (None,)
+    for generation in generations:
+        objects = gc.get_objects() if generation is None else gc.get_objects(generation)
+        for obj in objects:
+            try:
+                found = isinstance(obj, torch.Tensor) and obj.device.type == "xla" and id(obj) not in candidates
+            except ReferenceError:  # a weakref.proxy whose referent died: the collector still lists it
+                continue
+            found = found and _xc.is_xla_tensor(obj)      # not a fake tensor dynamo's caches hold
+            if found:
+                candidates[id(obj)] = obj
+                _LONG_LIVED[id(obj)] = weakref.ref(obj)   # seen once: found again when older
+        del objects
+    for tensor in list(candidates.values()):
+        try:
+            grad = tensor.grad if isinstance(tensor, torch.nn.Parameter) or tensor.is_leaf else None
+        except RuntimeError:    # a no_grad view whose base changed in place: autograd refuses to say
+            continue
+        if isinstance(grad, torch.Tensor) and grad.device.type == "xla":
+            candidates.setdefault(id(grad), grad)
+    aliases = _alias_data_ids()
+    tensors = []
+    for t in candidates.values():
+        if _narrow_alias(t) is not None:
+            continue
+        if _xc.data_id(t) in aliases:      # a copy of to_device's ids (dynamo's detached input): its convert too
+            _ALIAS_COPIES[_xc.tensor_id(t)] = weakref.ref(t)
+            continue
+        tensors.append(t)
+    if wanted is not None:
+        tensors = [t for t in tensors if _xc.tensor_id(t) in wanted]
+    if not tensors:
+        return []
+    flags = _xc.needs_materialization(tensors)
+    # a tensor whose data cannot be replaced by a plain XLA tensor's is left pending (and
+    # reported with the rest of what stayed pending) rather than failing the sync
+    return [_SyncTarget(_live_name(t), t, isinstance(t, torch.nn.Parameter)) for t, pending in zip(tensors, flags)
+            if pending and _xc.takes_device_data(t)]
+
+
+def _live_name(tensor: torch.Tensor) -> str:
+    kind = "a parameter" if isinstance(tensor, torch.nn.Parameter) else "a tensor"
+    return f"{kind} {str(tensor.dtype).removeprefix('torch.')}{list(tensor.shape)}"
+
+
+_ALIAS_COPIES: dict[int, weakref.ref] = {}   # torch-xla tensor id -> a copy of to_device's ids a scan found
+
+
+def _alias_data_ids() -> set[str]:
+    """The pending converts to_device's live int64 ids hold (`data_id`)."""
+    found = set()
+    for entry in list(_BOUNDARY._entries.values()):
+        tensor = entry.ref()
+        if tensor is not None and entry.buffer == _ID_TENSOR and entry.data == _xc.data_id(tensor):
+            found.add(entry.data)
+    return found
+
+
+def _left_pending(device: str) -> dict[int, str]:
+    """torch-xla tensor id -> shape of every XLA tensor still pending, but to_device's ids
+    (and the copies of them scans found)."""
+    aliases = set()
+    for entry in list(_BOUNDARY._entries.values()):
+        tensor = entry.ref()
+        if tensor is not None and entry.buffer == _ID_TENSOR and entry.data == _xc.data_id(tensor):
+            aliases.add(_xc.tensor_id(tensor))
+    for key, ref in list(_ALIAS_COPIES.items()):
+        if ref() is None:
+            _ALIAS_COPIES.pop(key, None)
+        else:
+            aliases.add(key)
+    for refused in list(_REFUSED.values()):
+        tensor = refused.ref()
+        if tensor is not None and _refused_before(tensor):
+            aliases.add(_xc.tensor_id(tensor))
+    return {tensor_id: shape for tensor_id, shape in _xc.pending_tensor_report(device) if tensor_id not in aliases}
+
+
+def _compile_lazy(pending: list[torch.Tensor], ids: list, values: list, mode: Mode, overflow: str,
+                  device: torch.device) -> _LazyProgram:
+    device_str = str(device)
+    _COUNTERS["traces"] += 1
+    # the Python lines torch-xla recorded for the step's ops (inside xt.step()) reach the locations
+    with _torch_xla_failures("sync", "lowering the lazy graph"), _xc.python_frames_recorded():
+        bytecode = _xc.stablehlo_bytecode(pending, device_str)
+    module, text, seed_index, rng = _read_lowering(bytecode, ids, [t.dtype for t in pending])
+    sources = StackSourceMap(_xc.excluded_source_dirs())
+    sources.relocate(module)
+    keep_wide = mode is Mode.ALLOW
+    checks = guard(module) if not keep_wide else None
+    result = _narrow_module(module, mode, overflow, sources)
+    dtypes, in_types = [], []
+    for k, value in enumerate(values):
+        if k == seed_index:
+            continue
+        dtype = value.dtype if keep_wide else NARROW_DTYPE.get(value.dtype, value.dtype)
+        dtypes.append(dtype)
+        in_types.append((tuple(value.shape), dtype))
+    if rng is not None:
+        in_types.append((rng.input_shape(), torch.int32))
+    with _torch_xla_failures("sync", "compiling the narrowed program"):
+        program = _Program(result.text, in_types, device, checks=checks,
+                           share_key=_share.fingerprint(result.module, in_types, device_str))
+    return _LazyProgram(program, dtypes, seed_index, rng, result, text)

@@ -1,0 +1,108 @@
+"""A narrowed program: a StableHLO module as one op of torch-xla's lazy graph, compiled
+into torch-xla's computation cache and run from there."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Callable, Sequence
+
+import torch
+
+from x64guard.errors import X64GuardError
+from x64guard.findings import Finding, Kind, Severity
+from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla import share as _share
+from x64guard.torch_xla.base import _COUNTERS
+from x64guard.torch_xla.overflow import OverflowChecks, describe
+
+
+_PROGRAM_IDS = itertools.count()
+
+
+class _Program:
+    """A narrowed StableHLO module as one op of torch-xla's lazy graph, compiled into
+    torch-xla's computation cache and run from there (`_run_cached_graph`).
+
+    `in_types` are the module's parameters in order (shape, dtype); `run` takes XLA
+    tensors of exactly those types in that order.
+    """
+
+    def __init__(self, module_text: str, in_types: Sequence[tuple[tuple[int, ...], torch.dtype]],
+                 device: torch.device, counted: bool = True, checks: OverflowChecks | None = None,
+                 share_key: str | None = None):
+        # int64 arithmetic checked at run time (x64guard/torch_xla/overflow.py): the module's
+        # last result holds one flag per check, read after each call
+        self.checks = checks if checks else None
+        self.in_types = [(tuple(shape), dtype) for shape, dtype in in_types]
+        self.device = device
+        self.device_str = str(device)
+        built = []
+
+        def build() -> _share.Compiled:
+            name = f"x64guard_{next(_PROGRAM_IDS)}"
+            compiled = _share.Compiled(name, _xc.computation_from_proto(name, _xc.stablehlo_to_hlo_proto(module_text)))
+            self._compile(compiled)
+            built.append(compiled)
+            return compiled
+
+        # a module identical to a live program's but for locations (`share_key`, x64guard/
+        # torch_xla/share.py): that program, compiled once
+        self._compiled = _share.shared(share_key, build)
+        if counted:
+            _COUNTERS["programs" if built else "programs_shared"] += 1
+
+    name = property(lambda self: self._compiled.name)
+    order = property(lambda self: self._compiled.order)
+    out_dtypes = property(lambda self: self._compiled.out_dtypes)
+    hlo = property(lambda self: self._compiled.hlo)
+    graph = property(lambda self: self._compiled.graph)
+
+    def _compile(self, compiled: _share.Compiled) -> None:
+        placeholders = [_xc.placeholder(shape, dtype) for shape, dtype in self.in_types]
+        outputs = _xc.call_computation("xla::" + compiled.name, placeholders, compiled.computation)
+        order_ids, _ = _xc.graph_inputs(outputs)
+        index = {_xc.tensor_id(p): k for k, p in enumerate(placeholders)}
+        compiled.order = [index[i] for i in order_ids]
+        compiled.out_dtypes = [o.dtype for o in outputs]
+        compiled.hlo = _xc.hlo_text(outputs)
+        compiled.graph = _xc.graph_hash(outputs)
+        _xc.warm_up(outputs)
+
+    def run(self, ordered: list[torch.Tensor], before_checks: Callable[[], None] | None = None) -> list[torch.Tensor]:
+        """Run on XLA tensors given in the graph's parameter order (`self.order[j]` is the
+        module parameter that graph parameter j takes). `before_checks` runs after the
+        program is dispatched and before its overflow flags are read (the range checks of
+        its inputs: an input out of range is the first thing to report)."""
+        pending = _xc.needs_materialization(ordered)
+        if True in pending:  # lazy inputs: execute their own graphs first, as torch-xla's dynamo backend does
+            _xc.materialize([t for t, p in zip(ordered, pending) if p], self.device_str)
+        try:
+            results = _xc.run_cached(self.graph, ordered)
+        except RuntimeError as exc:  # evicted from torch-xla's computation cache: compile again
+            if "cache" not in str(exc).lower() and "not found" not in str(exc).lower():
+                raise
+            self._compile(self._compiled)
+            results = _xc.run_cached(self.graph, ordered)
+        if before_checks is not None:
+            before_checks()
+        if self.checks is not None:
+            _raise_on_overflow(self.checks, results.pop())
+        return results
+
+
+def _raise_on_overflow(checks: OverflowChecks, flags: torch.Tensor) -> None:
+    """Raise, before any result is returned, when a checked int64 op of the program left
+    int32's range on this call (eager PyTorch would have computed it at int64)."""
+    with _xc.own_compiles():
+        hit = flags.cpu().reshape(-1).tolist()
+    if not any(hit):
+        return
+    places = [describe(checks.locations[k]) for k, flag in enumerate(hit) if flag]
+    message = (f"int64 arithmetic at {places[0]}" + (f" (and {len(places) - 1} more place(s))" if len(places) > 1
+                                                     else "") +
+               " produced a value int32 cannot hold on this call; eager PyTorch computes it at int64, and the "
+               "narrowed program would have wrapped. x64guard refuses rather than return a different answer. "
+               "Keep the values in int32's range (a hash: reduce the operands modulo the table size first), "
+               "compute this in a float dtype, or run the graph in 64 bits (mode='allow')")
+    findings = [Finding(Kind.INTEGER_OVERFLOW, Severity.ERROR, "arithmetic", place, message) for place in places[:1]]
+    raise X64GuardError(f"x64guard.torch_xla: {message}", findings)

@@ -1,0 +1,119 @@
+"""Repairs of torch-xla 2.9 gaps, as a dispatch mode active while x64guard traces a graph."""
+
+from __future__ import annotations
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla.base import NARROW_DTYPE
+from x64guard.torch_xla.boundary import _narrow_on_host
+from x64guard.torch_xla.fft import _FFT_OPS, _fft
+
+
+_A = torch.ops.aten
+
+# torch-xla 2.9 lowers these with an empty `dim` list as "reduce nothing"; PyTorch means
+# "reduce over every dimension" (measured: sum, mean, amax, amin, var, std and
+# linalg_vector_norm return their input, or NaN). torch.export decomposes a plain
+# `x.sum()` into `sum.dim_IntList(x, [])`, so `x.sum() + 1` exported as `x + 1`.
+_EMPTY_DIM_MEANS_ALL = frozenset({
+    _A.sum.dim_IntList, _A.mean.dim, _A.amax.default, _A.amin.default,
+    _A.var.correction, _A.std.correction, _A.var_mean.correction, _A.std_mean.correction,
+    _A.linalg_vector_norm.default,
+})
+
+
+def _is_xla(x) -> bool:
+    return isinstance(x, torch.Tensor) and x.device.type == "xla"
+
+
+class _TorchXlaRepairs(TorchDispatchMode):
+    """Active while x64guard traces a graph with torch-xla (and in mode allow):
+
+    * reductions over an empty dim list get the full list (torch-xla reduces nothing);
+    * FFTs (`_fft_c2c`, `_fft_r2c`, `_fft_c2r`), which torch-xla 2.9 runs on the CPU,
+      become XLA's `fft` op, lowered by JAX at full width inside the traced graph, so
+      that the core pass narrows them with the rest (complex128 -> complex64).
+
+    * `native_dropout` in training (what dropout becomes under AOTAutograd and
+      torch.export) is computed as torch-xla's own eager `dropout` computes it: keep where
+      a uniform draw is below 1 - p, scale by 1/(1-p), a bool mask. torch-xla 2.9 lowers
+      native_dropout with the scale 1/p (p=0.1: kept values x10, not x1.11) and its mask
+      as float32 holding that scale, so that openxla's compiled dropout is wrong for any
+      p but 0.5 and its gradients do not match its forward. The draw is torch-xla's
+      `rand` (the same rng_bit_generator words native_dropout draws).
+
+    With `narrow_transfers` (an overflow policy, while x64guard traces a graph it will
+    narrow), a 64-bit host tensor the graph moves to the device (`.to(device)`) is
+    narrowed on the host and moved at 32 bits, then widened inside the graph, so that no
+    64-bit data reaches the device.
+
+    Anything that is not an XLA tensor (fake tensors of torch.export's own tracing) is
+    passed through untouched.
+    """
+
+    def __init__(self, narrow_transfers: str | None = None):
+        super().__init__()
+        self._narrow_transfers = narrow_transfers
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self._narrow_transfers is not None and func is _A._to_copy.default:
+            moved = self._narrowed_transfer(args[0], kwargs)
+            if moved is not None:
+                return moved
+        if args and _is_xla(args[0]):
+            if func is _A.native_dropout.default:
+                return _native_dropout(*args, **kwargs)
+            if func in _EMPTY_DIM_MEANS_ALL:
+                args, kwargs = _full_dims(func, args, kwargs)
+            elif func in _FFT_OPS:
+                return _fft(func, *args, **kwargs)
+        return func(*args, **kwargs)
+
+    def _narrowed_transfer(self, source, kwargs: dict) -> torch.Tensor | None:
+        target = kwargs.get("device")
+        if not isinstance(source, torch.Tensor) or source.device.type != "cpu" or target is None or \
+                torch.device(target).type != "xla":
+            return None
+        wide = kwargs.get("dtype") or source.dtype
+        if wide not in NARROW_DTYPE:
+            return None
+        narrowed = _narrow_on_host(source.detach().to(wide), NARROW_DTYPE[wide], "a tensor the graph moves to the "
+                                   "device", self._narrow_transfers)
+        with _xc.device_data_transfers():
+            moved = narrowed.to(target)
+        return moved.to(wide)
+
+
+def _native_dropout(x: torch.Tensor, p: float, train: bool | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """aten.native_dropout with PyTorch's meaning: (x * mask / (1 - p), mask)."""
+    if not train or p == 0:
+        return x.clone(), torch.ones_like(x, dtype=torch.bool)
+    if p == 1:
+        return torch.zeros_like(x), torch.zeros_like(x, dtype=torch.bool)
+    keep = torch.rand_like(x) < (1 - p)
+    return x * keep * (1.0 / (1 - p)), keep
+
+
+def _full_dims(func, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """`dim=[]` -> every dimension, for the ops in _EMPTY_DIM_MEANS_ALL."""
+    x = args[0]
+    if x.dim() == 0:
+        return args, kwargs
+    names = [a.name for a in func._schema.arguments]
+    index = names.index("dim")
+    if "dim" in kwargs:
+        value = kwargs["dim"]
+    elif index < len(args):
+        value = args[index]
+    else:
+        default = func._schema.arguments[index].default_value
+        value = default if default is not None else None
+    if value is None or len(value) != 0:
+        return args, kwargs
+    full = list(range(x.dim()))
+    if "dim" in kwargs or index >= len(args):
+        return args, {**kwargs, "dim": full}
+    return args[:index] + (full,) + args[index + 1:], kwargs
