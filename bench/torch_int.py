@@ -1,5 +1,5 @@
 """x64guard.torch.set_default_int_dtype benchmark (a section of `make bench`; alone:
-`bench/run.py --only torch` or `python bench/torch_int.py [runs]`). Figures, not tests:
+`python -m bench.run --only torch` or `python -m bench.torch_int [runs]`). Figures, not tests:
 nothing here fails on speed. Every figure is a ratio of timings taken in the same run, the
 sides interleaved, best of N, time.perf_counter, one intra-op thread.
 
