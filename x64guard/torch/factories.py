@@ -3,7 +3,7 @@ the default integer dtype as their `dtype=`, after a range check of the values t
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import torch
 
@@ -127,16 +127,22 @@ def _dtype_default(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) ->
     return _call(func, args, kwargs)
 
 
-# (1) function -> (the integers the call stores, or None; the narrowest dtype its kernel
-# supports, or None: a narrower default is made there and converted).
-DTYPE_DEFAULTS: dict[Callable, tuple[Callable, torch.dtype | None]] = {
-    torch.tensor: (_data_values, None),
-    torch.as_tensor: (_data_values, None),
-    torch.asarray: (_data_values, None),
-    torch.full: (_fill_values, None),
-    torch.arange: (_range_values, None),
-    torch.randint: (_randint_values, None),
-    torch.randperm: (_count_values, None),
-    torch.tril_indices: (_triangle_values, torch.int32),
-    torch.triu_indices: (_triangle_values, torch.int32),
+class DtypeDefault(NamedTuple):
+    """How a factory gets the default integer dtype."""
+
+    values: Callable            # (args, kwargs) -> the (min, max) the call stores, or None
+    narrowest: torch.dtype | None  # the narrowest its kernel supports: a narrower default is made there, converted
+
+
+# (1) function -> its DtypeDefault.
+DTYPE_DEFAULTS: dict[Callable, DtypeDefault] = {
+    torch.tensor: DtypeDefault(_data_values, None),
+    torch.as_tensor: DtypeDefault(_data_values, None),
+    torch.asarray: DtypeDefault(_data_values, None),
+    torch.full: DtypeDefault(_fill_values, None),
+    torch.arange: DtypeDefault(_range_values, None),
+    torch.randint: DtypeDefault(_randint_values, None),
+    torch.randperm: DtypeDefault(_count_values, None),
+    torch.tril_indices: DtypeDefault(_triangle_values, torch.int32),
+    torch.triu_indices: DtypeDefault(_triangle_values, torch.int32),
 }

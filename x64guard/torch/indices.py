@@ -3,7 +3,7 @@ max pooling, ...): the indices come out in the default integer dtype."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -68,9 +68,10 @@ def _nonzero_coords(x: torch.Tensor) -> list[torch.Tensor]:
 
 def _index_input(func: Callable, args: tuple, kwargs: dict) -> tuple[Any, Any]:
     """The tensor an index op reads, and its `dim` (INDEX_RESULTS' position and default)."""
-    _, dim_pos, dim_default = INDEX_RESULTS[func]
+    entry = INDEX_RESULTS[func]
     x = args[0] if args else kwargs.get("input")
-    dim = _arg(args, kwargs, dim_pos, "dim", dim_default) if dim_pos is not None else dim_default
+    dim = entry.default_dim if entry.dim_position is None else \
+        _arg(args, kwargs, entry.dim_position, "dim", entry.default_dim)
     return x, dim
 
 
@@ -221,42 +222,50 @@ def _one_hot(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) -> Any:
     return _from_native(_call(func, args, kwargs), d)
 
 
-# (4) function -> (rule, position of `dim` or None, default dim; for pooling, the rank)
-INDEX_RESULTS: dict[Callable, tuple[Callable, int | None, Any]] = {}
+class IndexResult(NamedTuple):
+    """How an op whose result holds indices is handled."""
+
+    rule: Callable                # (dtype, func, args, kwargs) -> the result, indices in dtype
+    dim_position: int | None      # where `dim` is among the positional arguments, or None
+    default_dim: Any              # `dim` when not given; for max pooling, the spatial rank
+
+
+# (4) function -> its IndexResult.
+INDEX_RESULTS: dict[Callable, IndexResult] = {}
 for _f in _both("argmax", "argmin"):
-    INDEX_RESULTS[_f] = (_arg_index, 1, None)
+    INDEX_RESULTS[_f] = IndexResult(_arg_index, 1, None)
 for _f in _both("max", "min"):
-    INDEX_RESULTS[_f] = (_extreme, 1, None)
+    INDEX_RESULTS[_f] = IndexResult(_extreme, 1, None)
 for _f in _both("sort", "mode"):
-    INDEX_RESULTS[_f] = (_values_indices, 1, -1)
+    INDEX_RESULTS[_f] = IndexResult(_values_indices, 1, -1)
 for _f in _both("median", "nanmedian", "cummax", "cummin"):
-    INDEX_RESULTS[_f] = (_values_indices, 1, None)
+    INDEX_RESULTS[_f] = IndexResult(_values_indices, 1, None)
 for _f in _both("topk", "kthvalue"):
-    INDEX_RESULTS[_f] = (_values_indices, 2, -1)
+    INDEX_RESULTS[_f] = IndexResult(_values_indices, 2, -1)
 for _f in _both("argsort"):
-    INDEX_RESULTS[_f] = (_indices, 1, -1)
+    INDEX_RESULTS[_f] = IndexResult(_indices, 1, -1)
 for _f in _both("multinomial"):
-    INDEX_RESULTS[_f] = (_indices, None, -1)
+    INDEX_RESULTS[_f] = IndexResult(_indices, None, -1)
 for _f in _both("nonzero", "argwhere"):
-    INDEX_RESULTS[_f] = (_nonzero, None, None)
+    INDEX_RESULTS[_f] = IndexResult(_nonzero, None, None)
 for _f in _both("nonzero_static"):
-    INDEX_RESULTS[_f] = (_nonzero_static, None, None)
+    INDEX_RESULTS[_f] = IndexResult(_nonzero_static, None, None)
 for _f in _both("count_nonzero"):
-    INDEX_RESULTS[_f] = (_count, 1, None)
+    INDEX_RESULTS[_f] = IndexResult(_count, 1, None)
 for _f in _both("searchsorted", "bucketize"):
-    INDEX_RESULTS[_f] = (_search, None, None)
+    INDEX_RESULTS[_f] = IndexResult(_search, None, None)
 for _f in _both("unique", "unique_consecutive"):
-    INDEX_RESULTS[_f] = (_unique, None, None)
+    INDEX_RESULTS[_f] = IndexResult(_unique, None, None)
 for _f in _both("bincount"):
-    INDEX_RESULTS[_f] = (_bincount, None, None)
-INDEX_RESULTS[torch.unravel_index] = (_unravel, None, None)
-INDEX_RESULTS[F.one_hot] = (_one_hot, None, None)
+    INDEX_RESULTS[_f] = IndexResult(_bincount, None, None)
+INDEX_RESULTS[torch.unravel_index] = IndexResult(_unravel, None, None)
+INDEX_RESULTS[F.one_hot] = IndexResult(_one_hot, None, None)
 # Max pooling: the *_with_indices functions (what eager mode sees) and the return_indices=
 # dispatchers (what torch.compile sees).
 for _name_, _rank in (("max_pool1d", 1), ("max_pool2d", 2), ("max_pool3d", 3), ("adaptive_max_pool1d", 1),
                       ("adaptive_max_pool2d", 2), ("adaptive_max_pool3d", 3), ("fractional_max_pool2d", 2),
                       ("fractional_max_pool3d", 3)):
-    INDEX_RESULTS[getattr(F, _name_)] = (_pool, None, _rank)
-    INDEX_RESULTS[getattr(F, _name_ + "_with_indices")] = (_pool, None, _rank)
+    INDEX_RESULTS[getattr(F, _name_)] = IndexResult(_pool, None, _rank)
+    INDEX_RESULTS[getattr(F, _name_ + "_with_indices")] = IndexResult(_pool, None, _rank)
 _LARGEST = frozenset(_both("argmax", "max"))
 _XLA_ADD = frozenset(_both("cummax", "cummin"))

@@ -21,8 +21,8 @@ def _build_rules() -> dict[Callable, Callable]:
         rules[func] = _binary
     for func in ACCUMULATIONS:
         rules[func] = _accumulate
-    for func, (rule, _, _) in INDEX_RESULTS.items():
-        rules[func] = rule
+    for func, entry in INDEX_RESULTS.items():
+        rules[func] = entry.rule
     for func in _both("where"):
         rules[func] = _where
     for func in list(INT64_ARGUMENTS) + list(INT32_ARGUMENTS):
