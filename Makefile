@@ -56,7 +56,7 @@ test-models: $(STAMP)
 
 # The everyday tier: these paths, less every test marked `slow` and every case outside the
 # sample of its family (marked `sampled_out`: tests/sample.py); `make test` runs them all.
-FAST_TESTS := tests/passes tests/test_api.py tests/test_corpus.py tests/test_import.py \
+FAST_TESTS := tests/passes tests/test_api.py tests/corpus/test_corpus.py tests/test_import.py \
               tests/cli/test_check.py tests/cli/test_narrow.py
 
 test-fast: $(STAMP)
@@ -92,7 +92,7 @@ fuzz: $(STAMP)
 		$(wildcard tests/reliability/test_hostile_*.py) tests/reliability/test_no_mutation.py
 
 bench: $(VENV)/.x64guard-bench
-	$(PY) bench/run.py
+	$(PY) -m bench.run
 
 clean:
 	rm -rf $(VENV) .matrix build *.egg-info

@@ -1,4 +1,4 @@
-"""`import x64guard` against `import jax`, each in a fresh interpreter (bench/run.py --only import).
+"""`import x64guard` against `import jax`, each in a fresh interpreter (python -m bench.run --only import).
 
 `import x64guard` loads neither JAX nor torch (issue 13): its cost should be a small
 fraction of `import jax`, measured in the same run as the baseline. For context: the bare
@@ -14,7 +14,7 @@ import json
 import subprocess
 import sys
 
-from timing import best_of  # bench/timing.py
+from bench.timing import best_of
 
 TARGET_RATIO = 0.10
 SUBPROCESS_TIMEOUT = 300

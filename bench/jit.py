@@ -1,4 +1,4 @@
-"""x64guard.jit benchmarks (a section of `make bench`; alone: `bench/run.py --only jit`).
+"""x64guard.jit benchmarks (a section of `make bench`; alone: `python -m bench.run --only jit`).
 Figures, not tests: nothing here fails on speed. Each figure is a ratio of two timings
 taken in the same run, interleaved, best of N, time.perf_counter, results blocked on.
 

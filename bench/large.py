@@ -1,4 +1,4 @@
-"""Large modules (a section of `make bench`; alone: `bench/run.py --only large`).
+"""Large modules (a section of `make bench`; alone: `python -m bench.run --only large`).
 Figures, not tests: nothing here fails. tests/reliability/test_large_modules.py runs small
 versions of both with asserted limits.
 
@@ -19,7 +19,7 @@ versions of both with asserted limits.
       behaviour). Also text -> text per op, and that nothing hits a recursion limit.
 
 `run(runs)` prints this section and returns its figures; `summary(figures)` gives the
-lines of the final table. `python bench/large.py [--mb 400] [--runs N]` runs it alone.
+lines of the final table. `python -m bench.large [--mb 400] [--runs N]` runs it alone.
 """
 
 from __future__ import annotations
@@ -37,12 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
+from bench.timing import best_of
 
-from timing import best_of  # noqa: E402  (bench/timing.py)
+ROOT = Path(__file__).resolve().parent.parent
 
 TARGET_MEMORY_RATIO = 2.5   # (a) peak - baseline over the constant's size
 TARGET_SCALING = 1.5        # (b) time per op at 200k ops over time per op at 30k ops
@@ -143,7 +140,7 @@ def measure_memory(path: Path, how: str, constant_bytes: int, timeout: float = 1
     """Peak RSS of a child that narrows `path`, as a multiple of the constant's size (and
     the peak of x64guard's reader process, for bytecode, likewise)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", str(path), how],
+    proc = subprocess.run([sys.executable, "-m", "bench.large", "--child", str(path), how],
                           capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
     if proc.returncode != 0:
         return {"how": how, "ok": False, "error": f"exit {proc.returncode}: {proc.stderr.strip()[-800:]}"}
@@ -185,7 +182,7 @@ def memory(constant_mb: int = CONSTANT_MB) -> dict:
 # --------------------------------------------------------------------------- (b) scaling
 
 def scaling(runs: int) -> dict:
-    import workload
+    from bench import workload
 
     import x64guard
     from x64guard.io import modules

@@ -50,16 +50,14 @@ import time
 import warnings
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
+from bench import gpu as gpu_bench
+from bench import imports as import_bench
+from bench import jit as jit_bench
+from bench import large as large_bench
+from bench import workload
+from bench.timing import best_of
 
-import imports as import_bench  # noqa: E402  (bench/imports.py)
-import gpu as gpu_bench  # noqa: E402  (bench/gpu.py)
-import jit as jit_bench  # noqa: E402  (bench/jit.py)
-import large as large_bench  # noqa: E402  (bench/large.py)
-from timing import best_of  # noqa: E402  (bench/timing.py)
-import workload  # noqa: E402  (bench/workload.py)
+ROOT = Path(__file__).resolve().parent.parent
 
 import x64guard  # noqa: E402
 from x64guard.io import modules as xmlir  # noqa: E402
@@ -360,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         summary += gpu_bench.summary(results["gpu"])
     if "torch" in halves:
         try:
-            import torch_int as torch_bench  # bench/torch_int.py (needs torch)
+            from bench import torch_int as torch_bench  # needs torch
         except ImportError as exc:
             print(f"\n[x64guard.torch] not measured: {exc}")
         else:
@@ -368,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
             summary += torch_bench.summary(results["torch"])
 
     if "torch_xla" in halves:
-        import torch_xla_bench  # bench/torch_xla_bench.py (skips itself without torch-xla)
+        from bench import torch_xla_bench  # skips itself without torch-xla
         results["torch_xla"] = torch_xla_bench.run(runs)
         summary += torch_xla_bench.summary(results["torch_xla"])
     if "large" in halves:

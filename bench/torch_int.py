@@ -1,5 +1,5 @@
 """x64guard.torch.set_default_int_dtype benchmark (a section of `make bench`; alone:
-`bench/run.py --only torch` or `python bench/torch_int.py [runs]`). Figures, not tests:
+`python -m bench.run --only torch` or `python -m bench.torch_int [runs]`). Figures, not tests:
 nothing here fails on speed. Every figure is a ratio of timings taken in the same run, the
 sides interleaved, best of N, time.perf_counter, one intra-op thread.
 
@@ -189,12 +189,13 @@ def run(runs: int) -> dict:
     """Print the x64guard.torch section and return its figures."""
     runs = max(MIN_RUNS, runs)
     start = time.perf_counter()
-    source = Path(xt.__file__).read_bytes()
+    package = Path(xt.__file__).parent
+    source = b"".join(path.read_bytes() for path in sorted(package.glob("*.py")))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         print(f"\n[x64guard.torch] torch {torch.__version__}, 1 intra-op thread; "
-              f"x64guard/torch.py sha256 {hashlib.sha256(source).hexdigest()[:12]}")
+              f"x64guard/torch/*.py sha256 {hashlib.sha256(source).hexdigest()[:12]}")
         figures = {"a_loop": loop(runs), "b_per_op": per_op(runs), "d_loop_batch_512": loop(runs, 512)}
     finally:
         torch.set_num_threads(threads)

@@ -1,5 +1,5 @@
 """x64guard's torch-xla backend against torch-xla's own `openxla` backend (a section of
-`make bench`; alone: `bench/run.py --only torch_xla`, or `python bench/torch_xla_bench.py`).
+`make bench`; alone: `python -m bench.run --only torch_xla`, or `python -m bench.torch_xla_bench`).
 Figures, not tests: nothing here fails on speed. Every ratio compares two timings
 taken in the same run, the sides interleaved, best of N loops, results read back.
 
@@ -45,11 +45,10 @@ from pathlib import Path
 os.environ.setdefault("PJRT_DEVICE", "CPU")
 
 _ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import torch_xla_first_steps as first_steps  # noqa: E402  (bench/, beside this file)
+from bench import torch_xla_first_steps as first_steps  # noqa: E402
 
-# (Not bench/torch_xla.py: bench/ is first on sys.path when bench/run.py runs, and a file
-# of that name would shadow the torch_xla package for every import after it.)
+# (Not bench/torch_xla.py: run as a script, a file's folder is first on sys.path, and a
+# file of that name would shadow the torch_xla package for every import after it.)
 
 
 TARGET_STEADY = 1.10

@@ -1,8 +1,5 @@
 """The library API: inputs, modes, warnings, errors, check, and never mutating the input."""
 
-import os
-import subprocess
-import sys
 import warnings
 
 import jax
@@ -12,8 +9,9 @@ import pytest
 
 import x64guard
 from tests.conftest import narrow_quietly, wide_types
-from tests.runner import lower_x64
 from tests.corpus.oracle import x64
+from tests.runner import lower_x64
+from tests.support.child import run_code
 
 F64 = """
 func.func @main(%x: tensor<3xf64>, %n: tensor<i64>) -> tensor<3xf64> {
@@ -117,15 +115,13 @@ def test_mode_names_and_context():
 @pytest.mark.parametrize("env, expected", [("allow", "allow"), ("ERROR", "error"), ("", "warn")])
 def test_mode_from_environment(env, expected):
     code = "import x64guard; print(x64guard.current_mode())"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "X64GUARD_MODE": env})
+    proc = run_code(code, env={"X64GUARD_MODE": env})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == expected
 
 
 def test_bad_mode_in_environment_is_a_clear_error():
-    proc = subprocess.run([sys.executable, "-c", "import x64guard"], capture_output=True, text=True,
-                          env={**os.environ, "X64GUARD_MODE": "bogus"})
+    proc = run_code("import x64guard", env={"X64GUARD_MODE": "bogus"})
     assert proc.returncode != 0
     assert "x64guard: unknown mode in $X64GUARD_MODE 'bogus'" in proc.stderr
 
@@ -267,7 +263,6 @@ func.func @main(%x: tensor<3xcomplex<f32>>) -> tensor<3xcomplex<f32>> {
 def test_untested_jax_version_gives_a_clear_error():
     code = ("import jax, jaxlib; jax.__version__ = '0.13.0'; "
             "import x64guard")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={k: v for k, v in os.environ.items() if k != "X64GUARD_ALLOW_UNTESTED_JAX"})
+    proc = run_code(code, unset=("X64GUARD_ALLOW_UNTESTED_JAX",))
     assert proc.returncode != 0
     assert "x64guard is tested with jax >= 0.10.0 and < 0.13.0, but jax 0.13.0 is installed" in proc.stderr

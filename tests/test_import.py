@@ -5,28 +5,17 @@ interpreter (what an import does can only be seen once per process)."""
 from __future__ import annotations
 
 import ast
-import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
+from tests.support.child import run_json
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_fresh(code: str, env: dict[str, str] | None = None) -> dict:
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=300, env=environment, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def test_import_loads_no_jax_no_torch_no_front_end_and_changes_no_environment():
-    out = run_fresh("""
+    out = run_json("""
         import json, os, sys
         before = dict(os.environ)
         import x64guard
@@ -42,7 +31,7 @@ def test_import_loads_no_jax_no_torch_no_front_end_and_changes_no_environment():
 
 
 def test_first_use_loads_what_it_needs_and_starts_no_backend():
-    out = run_fresh("""
+    out = run_json("""
         import json, os, sys, warnings
         before = dict(os.environ)
         import x64guard
@@ -77,7 +66,7 @@ def test_first_use_loads_what_it_needs_and_starts_no_backend():
 
 
 def test_front_ends_are_attributes_loaded_on_first_use():
-    out = run_fresh("""
+    out = run_json("""
         import json, sys
         import x64guard
         names = set(dir(x64guard))
@@ -102,7 +91,7 @@ def test_front_ends_are_attributes_loaded_on_first_use():
 @pytest.mark.slow  # importing torch in a fresh interpreter
 @pytest.mark.torch
 def test_torch_front_end_is_an_attribute():
-    out = run_fresh("""
+    out = run_json("""
         import json, sys
         import x64guard
         before = "torch" in sys.modules
@@ -113,7 +102,7 @@ def test_torch_front_end_is_an_attribute():
 
 
 def test_mode_environment_variable_is_read_not_written():
-    out = run_fresh("""
+    out = run_json("""
         import json, os
         import x64guard
         with x64guard.mode("allow"):

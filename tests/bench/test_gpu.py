@@ -5,19 +5,13 @@ bits under XLA's deterministic flags is."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _gpu_bench():
-    spec = importlib.util.spec_from_file_location("x64guard_bench_gpu", ROOT / "bench" / "gpu.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from bench import gpu
+
+    return gpu
 
 
 def test_without_a_gpu_the_section_says_so(capsys):

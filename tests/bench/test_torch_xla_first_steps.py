@@ -7,23 +7,16 @@ first step's identical graphs, as torch-xla's cache does for openxla)."""
 from __future__ import annotations
 
 import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch_xla") is None, reason="needs torch-xla")
 
 
 def _first_steps():
-    spec = importlib.util.spec_from_file_location("x64guard_bench_first_steps", ROOT / "bench" /
-                                                  "torch_xla_first_steps.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    from bench import torch_xla_first_steps
+
+    return torch_xla_first_steps
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ singular values between float32's and float64's cut-offs, zeros next to `tiny`.
 
 Each case is data for the oracle (tests/corpus/oracle.py); `cases()` builds them lazily
 so that tests/corpus/programs.py can append them to its CASES without an import cycle.
-`slow_cases()` (a few seconds each) run in tests/test_library_constants.py, marked slow.
+`slow_cases()` (a few seconds each) run in tests/corpus/test_library_constants.py, marked slow.
 """
 
 from __future__ import annotations

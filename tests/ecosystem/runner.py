@@ -20,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tests.ecosystem.harness import DEFAULT_REGISTRY, Record
+from tests.support.child import ROOT, child_env
 
-ROOT = Path(__file__).resolve().parents[2]
 # Seconds one program may run before its child is killed (the slowest takes well under a
 # minute on a quiet 2-core machine; the margin is for a busy one).
 PROGRAM_TIMEOUT = float(os.environ.get("X64GUARD_ECOSYSTEM_TIMEOUT", "900"))
@@ -31,17 +31,11 @@ def default_workers() -> int:
     return max(1, int(os.environ.get("X64GUARD_ECOSYSTEM_WORKERS", min(2, os.cpu_count() or 1))))
 
 
-def child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env.setdefault("JAX_PLATFORMS", "cpu")
+def program_env() -> dict[str, str]:
     # Each program runs the way its library runs by default: equinox (and so every diffrax
     # solve) checks errors with a host callback unless EQX_ON_ERROR says otherwise.
-    env.pop("EQX_ON_ERROR", None)
-    env.pop("X64GUARD_MODE", None)
-    env.pop("JAX_ENABLE_X64", None)
-    env.pop("X64GUARD_DEBUG", None)
-    return env
+    return child_env(unset=("EQX_ON_ERROR", "X64GUARD_MODE", "JAX_ENABLE_X64", "X64GUARD_DEBUG"),
+                     defaults={"JAX_PLATFORMS": "cpu"})
 
 
 def _describe_exit(returncode: int | None) -> str:
@@ -69,7 +63,7 @@ def run_sequence(names: list[str], libraries: dict[str, str], registry: str = DE
             out_path.touch()
             with open(log_path, "wb") as log:
                 proc = subprocess.Popen([sys.executable, "-m", "tests.ecosystem.harness", "child", registry,
-                                         str(out_path), *remaining], cwd=ROOT, env=child_env(), stdout=log, stderr=log)
+                                         str(out_path), *remaining], cwd=ROOT, env=program_env(), stdout=log, stderr=log)
                 current, last_progress, consumed, killed = None, time.monotonic(), 0, False
                 while True:
                     returncode = proc.poll()

@@ -3,7 +3,7 @@ sampler lowered with x64 off (threefry partitionable on and off, raw, typed, rbg
 unsafe_rbg keys, under jit, vmap, grad and scan), whose only 64-bit values are
 iota_2x32_shape's uint64 counters (exact in 32 bits) and the RngBitGenerator state (kept):
 both are info. `x32-strict` reports every 64-bit element type. (That every x64 program of the
-corpus still fails `check --target x32` is asserted by tests/test_corpus.py.)"""
+corpus still fails `check --target x32` is asserted by tests/corpus/test_corpus.py.)"""
 
 from __future__ import annotations
 

@@ -9,7 +9,6 @@ continues from the next case. Ranges run in parallel, one child per worker.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -17,19 +16,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.child import ROOT, child_env
+
 CASE_TIMEOUT = 30.0  # seconds without progress; every case takes far less (a hang counts as a crash)
 
 
 def _child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env.pop("X64GUARD_DEBUG", None)
-    env.setdefault("JAX_PLATFORMS", "cpu")
     # Bytecode that makes jaxlib's reader loop is stopped after this long (per call), well
     # inside CASE_TIMEOUT; the default scales for real, large modules.
-    env["X64GUARD_READER_TIMEOUT"] = "4"
-    return env
+    return child_env({"X64GUARD_READER_TIMEOUT": "4"}, unset=("X64GUARD_DEBUG",), defaults={"JAX_PLATFORMS": "cpu"})
 
 
 def _describe_exit(returncode: int | None) -> str:

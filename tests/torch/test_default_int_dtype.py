@@ -12,10 +12,11 @@ from torch.overrides import TorchFunctionMode
 
 import x64guard
 import x64guard.torch as xt
+from x64guard.torch.default_int import _DefaultIntMode
 
 
 def our_modes():
-    return [m for m in torch.overrides._get_current_function_mode_stack() if isinstance(m, xt._DefaultIntMode)]
+    return [m for m in torch.overrides._get_current_function_mode_stack() if isinstance(m, _DefaultIntMode)]
 
 
 # --------------------------------------------------------------------------- API
@@ -147,7 +148,7 @@ def test_other_modes_keep_their_place_on_the_stack():
         with Logger() as logger:
             with xt.default_int_dtype(torch.int16):
                 stack = torch.overrides._get_current_function_mode_stack()
-                assert stack[-1] is logger and isinstance(stack[-2], xt._DefaultIntMode)
+                assert stack[-1] is logger and isinstance(stack[-2], _DefaultIntMode)
                 assert torch.arange(3).dtype is torch.int16
             assert torch.overrides._get_current_function_mode_stack()[-1] is logger
             assert torch.arange(3).dtype is torch.int32

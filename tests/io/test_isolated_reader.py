@@ -13,6 +13,7 @@ import pytest
 
 import x64guard
 from tests.reliability import hostile
+from tests.support.child import run_python
 from x64guard.io import isolated_reader
 
 
@@ -82,10 +83,7 @@ def test_files_are_vetted_by_path(bytecode, tmp_path):
 
 
 def test_the_reader_module_refuses_other_uses():
-    import subprocess
-    import sys
-    proc = subprocess.run([sys.executable, "-m", "x64guard.io.isolated_reader"], capture_output=True, text=True,
-                          timeout=60)
+    proc = run_python("-m", "x64guard.io.isolated_reader", timeout=60)
     assert proc.returncode == 2 and "started by x64guard itself" in proc.stderr
 
 

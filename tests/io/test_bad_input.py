@@ -5,8 +5,6 @@ the whole process) fails the test with the case's name instead of killing pytest
 """
 
 import json
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -14,6 +12,7 @@ import pytest
 
 import x64guard
 from tests.conftest import kinds, narrow_quietly
+from tests.support.child import run_code
 
 GOOD = """
 func.func @main(%x: tensor<3xcomplex<f64>>, %y: tensor<2xi64>) -> tensor<3xcomplex<f64>> {
@@ -64,7 +63,7 @@ CHILD = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def outcomes():
-    proc = subprocess.run([sys.executable, "-c", CHILD], input=GOOD, capture_output=True, text=True, timeout=300)
+    proc = run_code(CHILD, input=GOOD)
     last_case = proc.stderr.strip().splitlines()[-1:] if proc.stderr else []
     assert proc.returncode == 0, f"child died ({proc.returncode}) during case {last_case}: {proc.stderr[-2000:]}"
     return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -41,7 +41,9 @@ import textwrap
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from tests.support.child import child_env
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SHOWN = {"text", "json", "yaml", "mlir", "python", "console", "sh"}
 BLOCK_MARK = "\x1e-x64guard-doc-block-\x1e"
@@ -111,14 +113,11 @@ def output_matches(expected: str, actual: str) -> bool:
     return re.fullmatch(regex, normalise(actual), re.DOTALL) is not None
 
 
-def child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env["PJRT_DEVICE"] = "CPU"
-    env["PATH"] = str(pathlib.Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    env.pop("X64GUARD_MODE", None)
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    return env
+def document_env() -> dict[str, str]:
+    """A child's environment (tests/support/child.py), on the CPU, this venv first on PATH."""
+    return child_env({"PJRT_DEVICE": "CPU",
+                      "PATH": str(pathlib.Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")},
+                     unset=("X64GUARD_MODE",), defaults={"TF_CPP_MIN_LOG_LEVEL": "2"})
 
 
 # The child: runs the blocks it is given in one namespace, a mark between blocks on stdout.
@@ -150,7 +149,7 @@ def run_python(document: pathlib.Path) -> None:
                    if block.language == "python" and not block.no_run]
     run = subprocess.run([sys.executable, "-u", "-c", DRIVER],
                          input=json.dumps([(block.where(), block.code) for _, block in code_blocks]),
-                         capture_output=True, text=True, cwd=ROOT, env=child_env(), timeout=900)
+                         capture_output=True, text=True, cwd=ROOT, env=document_env(), timeout=900)
     pieces = run.stdout.split(BLOCK_MARK)[1:]
     printed = {}
     for piece in pieces:
@@ -189,7 +188,7 @@ def run_console(block: Block) -> None:
         if status not in (None, 0):
             raise AssertionError(f"{block.where()}: the previous command exited {status} and the block does not say so")
         run = subprocess.run(["bash", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, cwd=ROOT, env=child_env(), timeout=900)
+                             text=True, cwd=ROOT, env=document_env(), timeout=900)
         status = run.returncode
         if shown.strip():
             assert output_matches(shown, run.stdout), (

@@ -1,15 +1,14 @@
 """The examples run as a user runs them (what `make demo` prints)."""
 
 import os
-import subprocess
-import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.support.child import run_python
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def run_example(name: str) -> str:
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", name)], capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "PYTHONPATH": ROOT})
+    proc = run_python(os.path.join(ROOT, "examples", name), timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
 

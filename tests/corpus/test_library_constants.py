@@ -14,7 +14,7 @@ import pytest
 import x64guard
 from tests.corpus import library_constants, oracle
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import discover_dtype_constants as discovery  # noqa: E402
 
 

@@ -1,0 +1,35 @@
+"""Which rule each intercepted torch function gets: the tables of factories.py,
+arithmetic.py, indices.py and index_arguments.py, joined into one lookup."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from x64guard.torch.arithmetic import ACCUMULATIONS, BINARY_OPERANDS, _accumulate, _binary, _where
+from x64guard.torch.calls import _both
+from x64guard.torch.factories import DTYPE_DEFAULTS, _dtype_default
+from x64guard.torch.index_arguments import INT32_ARGUMENTS, INT64_ARGUMENTS, _widen
+from x64guard.torch.indices import INDEX_RESULTS
+
+__all__ = ["DTYPE_DEFAULTS", "BINARY_OPERANDS", "ACCUMULATIONS", "INDEX_RESULTS", "INT64_ARGUMENTS",
+           "INT32_ARGUMENTS", "RULES"]
+
+
+def _build_rules() -> dict[Callable, Callable]:
+    rules: dict[Callable, Callable] = {}
+    for func in BINARY_OPERANDS:
+        rules[func] = _binary
+    for func in ACCUMULATIONS:
+        rules[func] = _accumulate
+    for func, entry in INDEX_RESULTS.items():
+        rules[func] = entry.rule
+    for func in _both("where"):
+        rules[func] = _where
+    for func in list(INT64_ARGUMENTS) + list(INT32_ARGUMENTS):
+        rules[func] = _widen
+    for func in DTYPE_DEFAULTS:
+        rules[func] = _dtype_default
+    return rules
+
+
+RULES = _build_rules()
