@@ -39,7 +39,7 @@ class InputError(Exception):
         super().__init__(f"{path}: {reason}")
 
 
-class Format(str, enum.Enum):
+class Format(enum.StrEnum):
     MLIR_TEXT = "mlir-text"
     MLIR_BYTECODE = "mlir-bytecode"
     PORTABLE_ARTIFACT = "portable-artifact"
@@ -47,9 +47,6 @@ class Format(str, enum.Enum):
     HLO_PROTO = "hlo-proto"
     JAX_EXPORT = "jax-export"
     TORCH_XLA_GRAPHS = "torch-xla-graphs"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 FORMAT_NAMES = {

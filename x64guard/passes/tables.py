@@ -124,7 +124,7 @@ CONSTANT_OPS: frozenset[str] = frozenset({"stablehlo.constant", "mhlo.constant",
 # 64-bit operand or result (before narrowing) is refused, naming the target.
 
 
-class CustomCallPolicy(str, enum.Enum):
+class CustomCallPolicy(enum.StrEnum):
     TYPE_GENERIC = "type-generic"        # narrowed as any op: x32 tracing emits the same call
     RENAMED = "renamed"                  # one kernel per element type: renamed to its 32-bit twin
     HOST_CALLBACK = "host-callback"      # a Python function JAX traced for 64-bit values: refused
