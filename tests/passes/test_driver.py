@@ -4,6 +4,8 @@ changes nothing yet reports what a rewriting run does, and a rewriting run that 
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import re
 from pathlib import Path
 
@@ -12,8 +14,9 @@ from jax.extend.mlir import ir
 
 import x64guard
 from x64guard.io import modules
+from x64guard.modes import Overflow
 from x64guard.passes import NarrowX64Pass
-from x64guard.passes.driver import KEEP_TYPES, PassRun, RewritePattern, collect
+from x64guard.passes.driver import Outcome, PassRun, RewritePattern, collect
 from x64guard.passes.legality import IllegalNarrowing, check_legality
 from x64guard.passes.rewriter import RecordingRewriter, RecordingRewriterCannotBuild, Rewriter
 from x64guard.passes.store import FindingsStore
@@ -77,7 +80,7 @@ def test_legality_names_the_op_a_rewriting_run_left_64bit():
                           "  return %1 : tensor<2xf32>\n}")
     converter = TypeConverter(module.context)
     run = PassRun(module.context, converter, FindingsStore(converter), Rewriter(), TARGET_PROFILES[DEFAULT_TARGET],
-                  "error")
+                  Overflow.ERROR)
     with module.context, ir.Location.unknown(), pytest.raises(IllegalNarrowing, match=r"stablehlo\.convert at line 2:8 of the input .*result #0 is "
                                                r"tensor<2xf64>"):
         check_legality(module, run)
@@ -95,7 +98,7 @@ class _KeepsConvertTypes(RewritePattern):
     op_names = frozenset({"stablehlo.convert"})
 
     def match_and_rewrite(self, op, ctx):
-        return KEEP_TYPES
+        return Outcome.KEEP_TYPES
 
 
 def test_the_walk_checks_each_op_after_its_rules_and_raises_for_a_rule_that_left_64bit():
@@ -129,3 +132,37 @@ def test_the_walk_reads_each_op_once_in_walk_order_and_skips_a_dropped_function(
     assert walked.names == ["builtin.module", "func.func", "func.return", "func.func", "stablehlo.negate",
                             "func.return"]
     assert walked.functions == ["?", "decomposition", "decomposition", "main", "main", "main"]
+
+
+def _own_returns(node: ast.AST):
+    """The return statements of a function, not of the functions it defines."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Return):
+            yield child
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield from _own_returns(child)
+
+
+def test_every_pattern_returns_an_outcome():
+    # `return True` / `return "keep-types"` would be read as REWROTE: patterns name their outcome.
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(fn, ast.FunctionDef) and fn.name == "match_and_rewrite") or path.name == "driver.py":
+                continue
+            returns = list(_own_returns(fn))
+            if not isinstance(fn.body[-1], (ast.Return, ast.Raise)):
+                offenders.append(f"{path.name}:{fn.lineno}: falls off its end (returns None)")
+            offenders += [f"{path.name}:{node.lineno}: return {ast.unparse(node.value) if node.value else ''}"
+                          for node in returns if not (node.value is not None
+                                                      and ast.unparse(node.value).startswith("Outcome."))]
+    assert offenders == []
+
+
+def test_the_pass_is_a_frozen_value_with_an_overflow_enum():
+    narrow = NarrowX64Pass(overflow=Overflow.SATURATE)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        narrow.overflow = Overflow.WRAP
+    assert narrow == NarrowX64Pass(overflow=Overflow.SATURATE) and narrow.name == "x64guard-narrow"
+    with pytest.raises(TypeError, match="Overflow"):
+        NarrowX64Pass(overflow="wrap")

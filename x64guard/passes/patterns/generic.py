@@ -14,7 +14,7 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
-from x64guard.passes.driver import OpContext, RewritePattern
+from x64guard.passes.driver import OpContext, Outcome, RewritePattern
 from x64guard.passes.tables import CHECK_DIALECT_OPS, CONSTANT_OPS, never_has_type_attributes
 
 _MISSING = object()
@@ -39,7 +39,7 @@ class ConvertOpTypes(RewritePattern):
         ctx.run.op_info[name] = info
         return info
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         run = ctx.run
         name = ctx.name
         info = run.op_info.get(name) or self._learn(op, name, ctx)
@@ -81,7 +81,7 @@ class ConvertOpTypes(RewritePattern):
             ctx.report(Kind.UNKNOWN_OP, Severity.WARNING,
                        f"{name} is an op x64guard does not know: its types were narrowed generically. If its "
                        "meaning depends on bit widths, keep this module in 64 bits (mode='allow')")
-        return True
+        return Outcome.REWROTE
 
 
 def _convert_results(op: ir.Operation, ctx: OpContext, result_types) -> list[ir.Type] | None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
-from x64guard.passes.driver import KEEP_TYPES, OpContext, RewritePattern, walk
+from x64guard.passes.driver import OpContext, Outcome, RewritePattern, walk
 from x64guard.passes.idioms import IdiomPattern
 from x64guard.passes.matching import element_spelling
 from x64guard.passes.tables import NARROW_ELEMENT_TYPE, RNG_STATE_REFUSE
@@ -100,10 +100,10 @@ class KeepRngState(IdiomPattern):
 
     op_names = frozenset({"stablehlo.rng_bit_generator"})
 
-    def match_and_rewrite(self, first: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, first: ir.Operation, ctx: OpContext) -> Outcome:
         idioms, run = ctx.idioms, ctx.run
         if idioms.state_decided:
-            return False
+            return Outcome.NO_MATCH
         idioms.state_decided = True
         module = idioms.module
         generators: list[tuple[ir.Operation, str]] = []
@@ -118,7 +118,7 @@ class KeepRngState(IdiomPattern):
 
         walk(module.operation, visit)
         if not generators:
-            return False
+            return Outcome.NO_MATCH
         chain, seen = _Chain(), set()
         for generator, function_name in generators:
             _collect_backward(generator.operands[0], chain, seen)
@@ -129,7 +129,7 @@ class KeepRngState(IdiomPattern):
                            "default threefry keys, or keep this module in 64 bits (mode='allow')",
                            at=op or generator, op_name="stablehlo.rng_bit_generator", function=function_name)
                 run.claimed_ops.update(chain.ops | {generator})
-                return True
+                return Outcome.REWROTE
             chain.ops.add(generator)
         if ctx.profile.rng_state == RNG_STATE_REFUSE:
             for generator, function_name in generators:
@@ -141,7 +141,7 @@ class KeepRngState(IdiomPattern):
             # One rng-state error says it all: no bitcast-width noise from the state's bitcasts.
             run.claimed_ops.update(chain.ops)
             run.claimed_ops.update(user for op in chain.ops for result in op.results for user in _users(result))
-            return True
+            return Outcome.REWROTE
         kept_results = self._close_forward(chain, generators, ctx)
         if chain.problem is not None:
             op, why = chain.problem
@@ -149,7 +149,7 @@ class KeepRngState(IdiomPattern):
                        f"the RNG state cannot be kept: {why}; keep this module in 64 bits (mode='allow')", at=op,
                        function=generators[-1][1])
             run.claimed_ops.update(chain.ops)
-            return True
+            return Outcome.REWROTE
         run.kept_ops.update(chain.ops)
         for name in set(chain.arguments) | set(kept_results):
             idioms.kept_signatures[name] = (frozenset(chain.arguments.get(name, ())),
@@ -159,7 +159,7 @@ class KeepRngState(IdiomPattern):
                        f"the RNG state ({generator.operands[0].type}, XLA's RngBitGenerator state) and the arithmetic "
                        f"that builds it stay 64-bit: the {ctx.profile.name} target keeps it, and the draws are "
                        "the 32-bit programs' draws from the same state", at=generator, function=function_name)
-        return True
+        return Outcome.REWROTE
 
     @staticmethod
     def _close_forward(chain: _Chain, generators: list[tuple[ir.Operation, str]],
@@ -214,7 +214,7 @@ class KeepStateSignature(RewritePattern):
 
     def match_and_rewrite(self, op: ir.Operation, ctx: OpContext):
         if ctx.idioms is None or ctx.function not in ctx.idioms.kept_signatures:
-            return False
+            return Outcome.NO_MATCH
         kept_arguments, kept_results = ctx.idioms.kept_signatures[ctx.function]
         convert = ctx.converter.convert
         olds: list[ir.Type] = []
@@ -236,4 +236,4 @@ class KeepStateSignature(RewritePattern):
             ctx.rewriter.set_attribute(op, "function_type", ir.TypeAttr.get(new_type))
         if olds:
             ctx.run.store.record_narrowed(op.name, ctx.function, olds, op.location)
-        return KEEP_TYPES
+        return Outcome.KEEP_TYPES
