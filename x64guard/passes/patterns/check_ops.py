@@ -11,6 +11,7 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 
 from x64guard.passes.driver import OpContext, Outcome, RewritePattern
+from x64guard.passes.ir_queries import read_attribute
 from x64guard.passes.patterns.constants import NarrowCleanSplat, NarrowConstant
 from x64guard.passes.patterns.dtype_constants import ReplaceDtypeConstants
 from x64guard.passes.tables import CHECK_DIALECT_OPS
@@ -44,8 +45,7 @@ class NarrowCheckExpectation(RewritePattern):
 def _holds_type(op: ir.Operation, expected: ir.Type) -> bool:
     """The `value` attribute is of the checked operand's type (read from its printed form:
     complex dense attributes cannot be read through the bindings)."""
-    try:
-        attr = op.attributes["value"]
-    except TypeError:
+    attr = read_attribute(op, "value")
+    if attr is None:
         return f"> : {expected}" in op.get_asm(print_generic_op_form=True, large_elements_limit=1)
     return isinstance(attr, ir.DenseElementsAttr) and attr.type == expected

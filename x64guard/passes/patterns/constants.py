@@ -8,6 +8,7 @@ from jax.extend.mlir import ir
 from x64guard.findings import Kind, Severity
 from x64guard.passes.constant_io import UnreadableConstant, constant_attribute, read_constant, scalar_attr
 from x64guard.passes.driver import OpContext, Outcome, RewritePattern
+from x64guard.passes.ir_queries import read_attribute
 from x64guard.passes.tables import CONSTANT_OPS, dtype_constant
 from x64guard.passes.values import NarrowedValues, exact_scalar, narrow_scalar, narrow_values
 
@@ -28,9 +29,8 @@ class NarrowCleanSplat(RewritePattern):
     op_names = CONSTANT_OPS
 
     def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
-        try:
-            attr = op.attributes["value"]
-        except TypeError:  # complex: the general path reads it
+        attr = read_attribute(op, "value")
+        if attr is None:  # complex: the general path reads it
             return Outcome.NO_MATCH
         # Memoized per attribute, clean or not: MLIR attributes are uniqued (and carry their
         # type, the constant's), and modules repeat 0, 1, -inf thousands of times.

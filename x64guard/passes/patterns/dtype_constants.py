@@ -21,6 +21,7 @@ from jax.extend.mlir import ir
 from x64guard.findings import Kind, Severity
 from x64guard.passes.constant_io import UnreadableConstant, read_constant
 from x64guard.passes.driver import OpContext, Outcome, RewritePattern
+from x64guard.passes.ir_queries import read_attribute
 from x64guard.passes.patterns.constants import narrow_and_write
 from x64guard.passes.tables import CONSTANT_OPS, DtypeConstant, dtype_constant
 from x64guard.passes.values import substitute_dtype_constants
@@ -36,10 +37,7 @@ class ReplaceDtypeConstants(RewritePattern):
         if ctx.converter.element_spelling(old_type) not in _FLOAT64_ELEMENTS:
             return Outcome.NO_MATCH
         new_type = ctx.converter.convert(old_type)
-        try:
-            attr = op.attributes["value"]
-        except TypeError:  # complex dense attributes: read from their printed form below
-            attr = None
+        attr = read_attribute(op, "value")  # None for complex dense attributes: read from their printed form below
         if isinstance(attr, ir.DenseFPElementsAttr) and attr.is_splat or isinstance(attr, ir.FloatAttr):
             value = attr.get_splat_value().value if isinstance(attr, ir.DenseFPElementsAttr) else attr.value
             row = dtype_constant(value)

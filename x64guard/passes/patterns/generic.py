@@ -15,6 +15,7 @@ from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
 from x64guard.passes.driver import OpContext, Outcome, RewritePattern
+from x64guard.passes.ir_queries import read_attribute
 from x64guard.passes.tables import CHECK_DIALECT_OPS, CONSTANT_OPS, never_has_type_attributes
 
 _MISSING = object()
@@ -101,14 +102,10 @@ def _has_wide_operand(op: ir.Operation, ctx: OpContext) -> bool:
 
 
 def _convert_type_attributes(op: ir.Operation, ctx: OpContext, olds: list[ir.Type]) -> list[ir.Type]:
-    attributes = op.attributes
-    for attr_name in list(attributes):
-        try:
-            attr = attributes[attr_name]
-        except TypeError:
-            # Dense attributes the bindings cannot cast (complex elements: "Can't cast
-            # unknown element type DenseTypedElementsAttr") are never TypeAttrs.
-            continue
+    for attr_name in list(op.attributes):
+        # None: dense attributes the bindings cannot cast (complex elements: "Can't cast
+        # unknown element type DenseTypedElementsAttr"), which are never TypeAttrs.
+        attr = read_attribute(op, attr_name)
         if not isinstance(attr, ir.TypeAttr):
             continue
         old = attr.value

@@ -7,6 +7,7 @@ from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
 from x64guard.passes.driver import OpContext, Outcome, RewritePattern
+from x64guard.passes.ir_queries import read_attribute
 from x64guard.passes.tables import CONSTANT_OPS, FLOAT64_ONE_BITS
 
 # How far from the 1.0-bits constant the bitcast may be: broadcast_in_dim -> or -> bitcast.
@@ -27,10 +28,7 @@ class RefuseFloat64RandomBits(RewritePattern):
     def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         if ctx.converter.element_spelling(ctx.result_types[0]) != "ui64":
             return Outcome.NO_MATCH
-        try:
-            attr = op.attributes["value"]
-        except TypeError:
-            return Outcome.NO_MATCH
+        attr = read_attribute(op, "value")
         if not isinstance(attr, ir.DenseIntElementsAttr) or not attr.is_splat \
                 or attr.get_splat_value().value != FLOAT64_ONE_BITS:
             return Outcome.NO_MATCH
