@@ -30,16 +30,64 @@ GOLDEN_RNG = Path(__file__).resolve().parent / "golden" / "rng"
 _MUTATING = re.compile(r"(?<!rewriter)\.(?:set_type|erase|replace_all_uses_with|replace_all_uses_except|"
                        r"replace_uses_of_with|move_before|move_after)\(|ir\.Operation\.create\(|"
                        r"InsertionPoint|\.attributes\[[^\]]+\]\s*=(?!=)|\.location\s*=(?!=)")
+# A walk of the bindings (`op.walk(...)`), or of driver.walk outside the driver.
+_WALKS = re.compile(r"\.walk\(|(?<![\w.])walk\((?!op_class)")
+
+
+ROOT = PACKAGE.parent
+
+# Files of the package allowed to change a module other than through a pass's Rewriter,
+# by path from the repository root, with why. The front-end entries are edits not yet
+# routed through the Rewriter (issue 24): each one leaves when its edits become rules.
+MUTATION_ALLOWED: dict[str, str] = {
+    "x64guard/passes/rewriter.py": "the Rewriter itself: every mutation of the pass goes through it",
+    "x64guard/passes/constant_io.py": "builds a scratch module to read a printed constant back",
+    "x64guard/io/modules.py": "clones a module (copies its attributes, erases the copy)",
+    "x64guard/_torch_xla_mixed.py": "replace_all_uses_with on a torch.fx graph, not on MLIR",
+    "x64guard/_compat.py": "front end: rewrites mhlo.backend_config of host callbacks in a lowered submodule",
+    "x64guard/_torch_xla_source.py": "front end: sets op locations to the model's source lines",
+    "x64guard/_torch_xla_rng.py": "front end: replaces the RNG seed computation by host-computed constants",
+    "x64guard/_torch_xla_overflow.py": "front end: inserts the int64 overflow checks into a narrowed module",
+    "x64guard/torch_xla.py": "front end: spelling fixes before narrowing, result dtype fixes after it",
+}
+# Files allowed to call the bindings' `walk` (the pass walks once, in driver.py).
+WALK_ALLOWED: dict[str, str] = {
+    "x64guard/passes/driver.py": "the one walk (collect) and the guarded walk helper",
+    "x64guard/_compat.py": "front end: finds host callbacks in a lowered submodule",
+    "x64guard/_torch_xla_rng.py": "front end: finds the RNG seed computation",
+    "x64guard/_torch_xla_source.py": "front end: reads and rewrites op locations",
+    "x64guard/torch_xla.py": "front end: spelling fixes before narrowing",
+}
+
+
+def _package_files() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def _relative(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
 
 
 def test_no_pattern_mutates_a_module_except_through_its_rewriter():
     offenders = []
-    for path in sorted((PACKAGE / "passes" / "patterns").glob("*.py")):
+    for path in _package_files():
+        if _relative(path) in MUTATION_ALLOWED:
+            continue
         for number, line in enumerate(path.read_text().splitlines(), 1):
             code = line.split("#", 1)[0]
             if _MUTATING.search(code):
-                offenders.append(f"{path.name}:{number}: {line.strip()}")
+                offenders.append(f"{_relative(path)}:{number}: {line.strip()}")
     assert offenders == []
+
+
+def test_the_allow_lists_name_files_that_exist_and_need_it():
+    # an entry whose file moved, or no longer mutates/walks, is left over: remove or update it
+    for allowed, pattern in ((MUTATION_ALLOWED, _MUTATING), (WALK_ALLOWED, _WALKS)):
+        for name in allowed:
+            path = ROOT / name
+            assert path.is_file(), f"{name} (allow-listed) does not exist"
+            assert any(pattern.search(line.split("#", 1)[0]) for line in path.read_text().splitlines()), \
+                f"{name} is allow-listed but does not need it"
 
 
 def test_no_dry_run_flag_anywhere_in_the_package():
@@ -87,9 +135,11 @@ def test_legality_names_the_op_a_rewriting_run_left_64bit():
 
 
 def test_one_walk_serves_narrow_and_check():
-    # driver.walk (pre-order, exceptions passed through) is the only call of the bindings' walk.
-    calls = [p.name for p in (PACKAGE / "passes").rglob("*.py") for _ in re.findall(r"\.walk\(", p.read_text())]
-    assert calls == ["driver.py"]
+    # driver.walk (pre-order, exceptions passed through) is the only call of the bindings'
+    # walk, and driver.collect its only caller: patterns read the ops collected.
+    walkers = [_relative(p) for p in _package_files()
+               if any(_WALKS.search(line.split("#", 1)[0]) for line in p.read_text().splitlines())]
+    assert set(walkers) - set(WALK_ALLOWED) == set()
 
 
 class _KeepsConvertTypes(RewritePattern):

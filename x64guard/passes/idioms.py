@@ -103,6 +103,9 @@ class IdiomState:
     # (the RNG seed or state; patterns/rng_state.py).
     kept_signatures: dict[str, tuple[frozenset, frozenset]] = field(default_factory=dict)
     state_decided: bool = False  # KeepRngState has run (it decides for every generator at once)
+    # (op, enclosing function, walk position) of every op a rule of the phase is anchored at,
+    # in walk order, from the module's one walk (a rule that needs all of them reads this).
+    anchored: list[tuple[ir.Operation, str, int]] = field(default_factory=list)
 
 
 class IdiomPhase:
@@ -127,7 +130,8 @@ class IdiomPhase:
             found, _ = self._anchored_ops(collect(module), run)
             # The same run (findings, kept ops, idiom state), rewriting the copy.
             phase = dataclasses.replace(run, rewriter=Rewriter())
-        run.idioms = phase.idioms = state = IdiomState(module=module.operation, functions=_functions(module))
+        run.idioms = phase.idioms = state = IdiomState(module=module.operation, functions=_functions(module),
+                                                       anchored=found)
         with module.context, ir.Location.unknown(module.context):
             for pattern in self._patterns:
                 for op, function, index in found:
