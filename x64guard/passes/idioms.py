@@ -54,6 +54,11 @@ class IdiomPattern(RewritePattern):
     # such anchors alone never make a recording run copy its module.
     follows_earlier_rules: bool = False
 
+    def may_match(self, op: ir.Operation, run: PassRun) -> bool:
+        """A cheap look at an anchor before the phase starts (no anchor a rule may match:
+        a recording run copies nothing). True unless the rule says otherwise."""
+        return True
+
     @staticmethod
     def replace_constants(ctx: OpContext, uses: Sequence[tuple[ir.Operation, ir.Value]], element: str,
                           number_for: Callable[[object], object]) -> None:
@@ -106,6 +111,9 @@ class IdiomState:
     # (op, enclosing function, walk position) of every op a rule of the phase is anchored at,
     # in walk order, from the module's one walk (a rule that needs all of them reads this).
     anchored: list[tuple[ir.Operation, str, int]] = field(default_factory=list)
+    # Ops a spelling rule replaced (patterns/spellings.py): erased after the phase when
+    # nothing uses them, not counted as changes (the module says the same thing).
+    spelled_away: list[ir.Operation] = field(default_factory=list)
 
 
 class IdiomPhase:
@@ -138,6 +146,7 @@ class IdiomPhase:
                     if op.name in pattern.op_names:
                         phase.function, phase.op_index = function, index
                         pattern.match_and_rewrite(op, OpContext(op, op.name, op.results.types, phase))
+            _erase_spelled_away(state, phase.rewriter)
             _erase_dead(state, phase.rewriter, run)
         return module, collect(module)  # ops were inserted and erased: collected afresh
 
@@ -154,7 +163,8 @@ class IdiomPhase:
                 continue
             op = walked.ops[index]
             spelling = element(op.results[0].type) if len(op.results) else None
-            wanted = [p for p in patterns if p.result_elements is None or spelling in p.result_elements]
+            wanted = [p for p in patterns if (p.result_elements is None or spelling in p.result_elements)
+                      and p.may_match(op, run)]
             if wanted:
                 found.append((op, walked.functions[index], index + 1))
                 independent = independent or any(not p.follows_earlier_rules for p in wanted)
@@ -181,6 +191,18 @@ def _functions(module: ir.Module) -> dict[str, ir.Operation]:
         if op.name == "func.func" and "sym_name" in op.attributes:
             out[ir.StringAttr(op.attributes["sym_name"]).value] = op
     return out
+
+
+def _erase_spelled_away(state: IdiomState, rewriter: Rewriter) -> None:
+    """Erase the ops spelling rules replaced, if unused (before `_erase_dead`, which must
+    not meet them: an erased op cannot even be hashed)."""
+    unused = [op for op in dict.fromkeys(state.spelled_away)
+              if not any(True for result in op.results for _ in result.uses)]
+    if unused:
+        gone = set(unused)
+        state.maybe_dead = [op for op in state.maybe_dead if op not in gone]
+        for op in unused:
+            rewriter.erase(op)
 
 
 def _erase_dead(state: IdiomState, rewriter: Rewriter, run: PassRun) -> None:

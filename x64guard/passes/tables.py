@@ -185,6 +185,25 @@ FLOAT_SENTINELS: dict[float, float] = {FLOAT64_MAX: FLOAT32_MAX, -FLOAT64_MAX: -
 # Ops whose `value` attribute is data (the only dense i64 attributes that are not structure).
 CONSTANT_OPS: frozenset[str] = frozenset({"stablehlo.constant", "mhlo.constant", "arith.constant"})
 
+# ---- spellings: ops written another way than the dialects JAX emits spell them ------------
+# torch-xla's StableHLO (HLO converted back by XLA) writes HLO ops that StableHLO lacks as
+# custom_calls named after the op. Each row: target -> the op it is, and how many operands
+# that op takes (a call with another count is left to the custom_call rules). Seen in
+# torch-xla 2.9: `stablehlo.custom_call @mhlo.erf(%x)` (GELU) is CHLO's erf, which expands
+# for float32 when compiled (JAX's x32 erf). patterns/spellings.py rewrites them.
+
+
+@dataclass(frozen=True)
+class Spelling:
+    op: str        # the op the custom_call stands for: "chlo.erf"
+    operands: int  # how many operands that op takes
+
+
+CUSTOM_CALL_SPELLINGS: dict[str, Spelling] = {
+    "mhlo.erf": Spelling("chlo.erf", 1),
+}
+
+
 # ---- custom_call targets (issue 15): what each target means for narrowing ----------------
 # A custom_call is a name: nothing in the module says whether its kernel works on any
 # element type. Each known target has a policy; a target in none of these tables with a
