@@ -59,8 +59,8 @@ class NarrowX64Pass:
     right after, proving that no 64-bit type is left (`passes/legality.py`). `profile` (a
     row of `tables.TARGET_PROFILES`) says what the target keeps (the RNG state).
 
-    Options: `overflow` (an `Overflow`: error | saturate | wrap) for constants the 32-bit type cannot hold;
-    `record_only` records instead of rewriting; `dtype_constants` False rounds finfo(float64)
+    Options: `overflow` (an `Overflow`: error | saturate | wrap) for constants the 32-bit
+    type cannot hold; `record_only` records instead of rewriting; `dtype_constants` False rounds finfo(float64)
     values like any literal (docs/constants.md); `rewrite_exact_idioms` False leaves JAX's
     exact 64-bit idioms (iota_2x32_shape's counters) to be reported like any 64-bit type
     (`check` on a strict profile); `extra_patterns` run before the named rules (`check`'s
