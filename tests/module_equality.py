@@ -96,15 +96,20 @@ class Comparison:
                                                else "")
 
 
+class _GenericConversionOnly(NarrowX64Pass):
+    """The idiom phase, then the generic conversion only (the pass is frozen: a subclass
+    names its rules)."""
+
+    patterns = (CONVERT_TYPES,)
+
+
 def _reference(x32_text: str) -> tuple[str, bool]:
     """x32 JAX's module, normalised; with its own 64-bit counters rewritten if it has any."""
     plain = normalised(x32_text)
     if not _has_wide(plain):
         return plain, False
     module, _ = modules.load(x32_text, trusted=True)
-    counters_only = NarrowX64Pass()
-    counters_only.patterns = (CONVERT_TYPES,)  # the idiom phase, then the generic conversion only
-    result = counters_only.apply(module)
+    result = _GenericConversionOnly().apply(module)
     if any(str(f.severity) == "error" for f in result.findings):
         return plain, False
     return normalised(module), True

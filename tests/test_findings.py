@@ -3,31 +3,72 @@ and every kind the package spells as a literal is a Kind."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
 import x64guard
-from x64guard.findings import KIND_TABLE, Finding, Kind, Location
+from x64guard.cli.inputs import Format
+from x64guard.findings import KIND_TABLE, Finding, Kind, Location, Severity
+from x64guard.io.modules import SourceFormat
+from x64guard.modes import Mode, Overflow
+from x64guard.passes.tables import CustomCallPolicy
 
 PACKAGE = Path(x64guard.__file__).resolve().parent
+ROOT = PACKAGE.parent
 # Kinds given as string literals: Finding("kind", ...), _refusal("kind", ...).
 _LITERAL_KIND = re.compile(r"(?:\bFinding|_refusal)\(\s*\"([a-z0-9-]+)\"")
+# Front-end files that still spell kinds as strings (their helpers convert them to Kind
+# members; the integrator empties this at merge). Paths relative to the repository root.
+NOT_YET_CONVERTED: dict[str, str] = {
+    "x64guard/jax.py": "Finding(\"input-out-of-range\", ...), trace-differs, callback-result-out-of-range",
+    "x64guard/torch_xla.py": "Finding(\"input-out-of-range\"/\"integer-overflow\"/\"sync-pending\"), _refusal(...)",
+    "x64guard/_torch_xla_mixed.py": "Finding(\"cpu-part\", ...)",
+    "x64guard/_torch_xla_outside.py": "Finding(\"outside-graph\"/\"lazy-read\", ...)",
+}
+
+
+def _literal_kinds() -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        spelled = {m.group(1) for m in _LITERAL_KIND.finditer(path.read_text())}
+        if spelled:
+            found[path.relative_to(ROOT).as_posix()] = spelled
+    return found
 
 
 def test_every_kind_has_a_row():
     assert set(KIND_TABLE) == set(Kind)
 
 
-def test_every_literal_kind_in_the_package_is_a_kind():
-    spelled = {m.group(1) for p in PACKAGE.rglob("*.py") for m in _LITERAL_KIND.finditer(p.read_text())}
-    assert spelled and spelled - {str(k) for k in Kind} == set()
+def test_no_finding_is_built_with_a_string_kind():
+    literal = _literal_kinds()
+    assert set(literal) - set(NOT_YET_CONVERTED) == set(), "build Findings with Kind members"
+    # the files not yet converted still spell only kinds of the table
+    assert set().union(*literal.values()) - {str(k) for k in Kind} == set()
 
 
-def test_an_unknown_kind_is_refused():
-    with pytest.raises(ValueError, match="unknown finding kind"):
+def test_a_string_kind_is_refused():
+    with pytest.raises(TypeError, match="Kind member"):
         Finding("no-such-kind", "error", "op", Location.at("the module"), "message")
+    with pytest.raises(TypeError, match="Kind member"):
+        Finding("type-narrowed", "info", "op", Location.at("the module"), "message")
+
+
+def test_severity_and_location_strings_are_converted():
+    finding = Finding(Kind.TYPE_NARROWED, "info", "op", "the module", "message")
+    assert finding.severity is Severity.INFO and finding.location == Location.at("the module")
+
+
+def test_string_enums_read_as_their_values():
+    # StrEnum: str(), format() and json all give the value (a `(str, Enum)` would give Cls.MEMBER)
+    for member in (Severity.ERROR, Kind.TYPE_NARROWED, Mode.WARN, Overflow.SATURATE, Format.MLIR_TEXT,
+                   SourceFormat.PORTABLE_ARTIFACT, CustomCallPolicy.RENAMED):
+        assert str(member) == f"{member}" == member.value
+        assert json.dumps({"k": member}) == json.dumps({"k": member.value})
+    assert repr(Severity.ERROR) == "'error'" and repr(Kind.TYPE_NARROWED) == "'type-narrowed'"
 
 
 @pytest.mark.parametrize("location, text", [

@@ -80,7 +80,7 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
     Input x64guard cannot read raises ValueError ("x64guard: ...").
     """
     resolved = resolve_mode(mode)
-    policy = resolve_overflow(overflow).value
+    policy = resolve_overflow(overflow)
     profile = profile_for(target)
     working, source_format = modules.load(module, trusted=trusted)
     with _unreadable_as_value_error("narrow"):

@@ -13,13 +13,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 
-class Severity(str, enum.Enum):
+class Severity(enum.StrEnum):
     INFO = "info"
     WARNING = "warning"
     ERROR = "error"
 
-    def __str__(self) -> str:
-        return self.value
 
     def __repr__(self) -> str:   # shown as the string it compares equal to, in lists and dicts
         return repr(self.value)
@@ -305,7 +303,8 @@ class Finding:
     ops with an unknown location) per op and function, with `positions` holding where
     they are: the first few, or every one when asked (`x64guard.check(..., all_positions=True)`).
     `positions` is empty when `location` stands for every op of the finding.
-    Strings given for kind, severity or location are converted (a location string is a place).
+    `kind` must be a `Kind` member (TypeError otherwise); strings given for severity or
+    location are converted (a location string is a place).
     """
 
     kind: Kind
@@ -318,12 +317,8 @@ class Finding:
     unlisted_positions: int = 0  # places of this finding's ops not in `positions` (only the first were asked for)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.kind, Kind):
-            try:
-                object.__setattr__(self, "kind", Kind(self.kind))
-            except ValueError:
-                raise ValueError(f"x64guard: unknown finding kind {self.kind!r}: every kind is listed in "
-                                 "x64guard.findings.Kind") from None
+        if not isinstance(self.kind, Kind):  # a string would let a kind outside the table through
+            raise TypeError(f"x64guard: a Finding's kind is a x64guard.findings.Kind member, not {self.kind!r}")
         if not isinstance(self.severity, Severity):
             object.__setattr__(self, "severity", Severity(self.severity))
         if not isinstance(self.location, Location):

@@ -9,7 +9,7 @@ from typing import Callable
 MODE_ENV_VAR = "X64GUARD_MODE"
 
 
-class Mode(str, enum.Enum):
+class Mode(enum.StrEnum):
     """allow: keep 64-bit types (findings still reported); warn: narrow, warn once per
     module; error: refuse any 64-bit use."""
 
@@ -17,19 +17,13 @@ class Mode(str, enum.Enum):
     WARN = "warn"
     ERROR = "error"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class Overflow(str, enum.Enum):
+class Overflow(enum.StrEnum):
     """What to do with a constant the 32-bit type cannot hold."""
 
     ERROR = "error"
     SATURATE = "saturate"
     WRAP = "wrap"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def _parse(enum_cls, value, what: str):

@@ -4,6 +4,8 @@ changes nothing yet reports what a rewriting run does, and a rewriting run that 
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import re
 from pathlib import Path
 
@@ -12,8 +14,9 @@ from jax.extend.mlir import ir
 
 import x64guard
 from x64guard.io import modules
+from x64guard.modes import Overflow
 from x64guard.passes import NarrowX64Pass
-from x64guard.passes.driver import KEEP_TYPES, PassRun, RewritePattern, collect
+from x64guard.passes.driver import Outcome, PassRun, RewritePattern, collect
 from x64guard.passes.legality import IllegalNarrowing, check_legality
 from x64guard.passes.rewriter import RecordingRewriter, RecordingRewriterCannotBuild, Rewriter
 from x64guard.passes.store import FindingsStore
@@ -27,16 +30,64 @@ GOLDEN_RNG = Path(__file__).resolve().parent / "golden" / "rng"
 _MUTATING = re.compile(r"(?<!rewriter)\.(?:set_type|erase|replace_all_uses_with|replace_all_uses_except|"
                        r"replace_uses_of_with|move_before|move_after)\(|ir\.Operation\.create\(|"
                        r"InsertionPoint|\.attributes\[[^\]]+\]\s*=(?!=)|\.location\s*=(?!=)")
+# A walk of the bindings (`op.walk(...)`), or of driver.walk outside the driver.
+_WALKS = re.compile(r"\.walk\(|(?<![\w.])walk\((?!op_class)")
+
+
+ROOT = PACKAGE.parent
+
+# Files of the package allowed to change a module other than through a pass's Rewriter,
+# by path from the repository root, with why. The front-end entries are edits not yet
+# routed through the Rewriter (issue 24): each one leaves when its edits become rules.
+MUTATION_ALLOWED: dict[str, str] = {
+    "x64guard/passes/rewriter.py": "the Rewriter itself: every mutation of the pass goes through it",
+    "x64guard/passes/constant_io.py": "builds a scratch module to read a printed constant back",
+    "x64guard/io/modules.py": "clones a module (copies its attributes, erases the copy)",
+    "x64guard/_torch_xla_mixed.py": "replace_all_uses_with on a torch.fx graph, not on MLIR",
+    "x64guard/_compat.py": "front end: rewrites mhlo.backend_config of host callbacks in a lowered submodule",
+    "x64guard/_torch_xla_source.py": "front end: sets op locations to the model's source lines",
+    "x64guard/_torch_xla_rng.py": "front end: replaces the RNG seed computation by host-computed constants",
+    "x64guard/_torch_xla_overflow.py": "front end: inserts the int64 overflow checks into a narrowed module",
+    "x64guard/torch_xla.py": "front end: spelling fixes before narrowing, result dtype fixes after it",
+}
+# Files allowed to call the bindings' `walk` (the pass walks once, in driver.py).
+WALK_ALLOWED: dict[str, str] = {
+    "x64guard/passes/driver.py": "the one walk (collect) and the guarded walk helper",
+    "x64guard/_compat.py": "front end: finds host callbacks in a lowered submodule",
+    "x64guard/_torch_xla_rng.py": "front end: finds the RNG seed computation",
+    "x64guard/_torch_xla_source.py": "front end: reads and rewrites op locations",
+    "x64guard/torch_xla.py": "front end: spelling fixes before narrowing",
+}
+
+
+def _package_files() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def _relative(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
 
 
 def test_no_pattern_mutates_a_module_except_through_its_rewriter():
     offenders = []
-    for path in sorted((PACKAGE / "passes" / "patterns").glob("*.py")):
+    for path in _package_files():
+        if _relative(path) in MUTATION_ALLOWED:
+            continue
         for number, line in enumerate(path.read_text().splitlines(), 1):
             code = line.split("#", 1)[0]
             if _MUTATING.search(code):
-                offenders.append(f"{path.name}:{number}: {line.strip()}")
+                offenders.append(f"{_relative(path)}:{number}: {line.strip()}")
     assert offenders == []
+
+
+def test_the_allow_lists_name_files_that_exist_and_need_it():
+    # an entry whose file moved, or no longer mutates/walks, is left over: remove or update it
+    for allowed, pattern in ((MUTATION_ALLOWED, _MUTATING), (WALK_ALLOWED, _WALKS)):
+        for name in allowed:
+            path = ROOT / name
+            assert path.is_file(), f"{name} (allow-listed) does not exist"
+            assert any(pattern.search(line.split("#", 1)[0]) for line in path.read_text().splitlines()), \
+                f"{name} is allow-listed but does not need it"
 
 
 def test_no_dry_run_flag_anywhere_in_the_package():
@@ -77,16 +128,18 @@ def test_legality_names_the_op_a_rewriting_run_left_64bit():
                           "  return %1 : tensor<2xf32>\n}")
     converter = TypeConverter(module.context)
     run = PassRun(module.context, converter, FindingsStore(converter), Rewriter(), TARGET_PROFILES[DEFAULT_TARGET],
-                  "error")
+                  Overflow.ERROR)
     with module.context, ir.Location.unknown(), pytest.raises(IllegalNarrowing, match=r"stablehlo\.convert at line 2:8 of the input .*result #0 is "
                                                r"tensor<2xf64>"):
         check_legality(module, run)
 
 
 def test_one_walk_serves_narrow_and_check():
-    # driver.walk (pre-order, exceptions passed through) is the only call of the bindings' walk.
-    calls = [p.name for p in (PACKAGE / "passes").rglob("*.py") for _ in re.findall(r"\.walk\(", p.read_text())]
-    assert calls == ["driver.py"]
+    # driver.walk (pre-order, exceptions passed through) is the only call of the bindings'
+    # walk, and driver.collect its only caller: patterns read the ops collected.
+    walkers = [_relative(p) for p in _package_files()
+               if any(_WALKS.search(line.split("#", 1)[0]) for line in p.read_text().splitlines())]
+    assert set(walkers) - set(WALK_ALLOWED) == set()
 
 
 class _KeepsConvertTypes(RewritePattern):
@@ -95,7 +148,7 @@ class _KeepsConvertTypes(RewritePattern):
     op_names = frozenset({"stablehlo.convert"})
 
     def match_and_rewrite(self, op, ctx):
-        return KEEP_TYPES
+        return Outcome.KEEP_TYPES
 
 
 def test_the_walk_checks_each_op_after_its_rules_and_raises_for_a_rule_that_left_64bit():
@@ -129,3 +182,37 @@ def test_the_walk_reads_each_op_once_in_walk_order_and_skips_a_dropped_function(
     assert walked.names == ["builtin.module", "func.func", "func.return", "func.func", "stablehlo.negate",
                             "func.return"]
     assert walked.functions == ["?", "decomposition", "decomposition", "main", "main", "main"]
+
+
+def _own_returns(node: ast.AST):
+    """The return statements of a function, not of the functions it defines."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Return):
+            yield child
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield from _own_returns(child)
+
+
+def test_every_pattern_returns_an_outcome():
+    # `return True` / `return "keep-types"` would be read as REWROTE: patterns name their outcome.
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(fn, ast.FunctionDef) and fn.name == "match_and_rewrite") or path.name == "driver.py":
+                continue
+            returns = list(_own_returns(fn))
+            if not isinstance(fn.body[-1], (ast.Return, ast.Raise)):
+                offenders.append(f"{path.name}:{fn.lineno}: falls off its end (returns None)")
+            offenders += [f"{path.name}:{node.lineno}: return {ast.unparse(node.value) if node.value else ''}"
+                          for node in returns if not (node.value is not None
+                                                      and ast.unparse(node.value).startswith("Outcome."))]
+    assert offenders == []
+
+
+def test_the_pass_is_a_frozen_value_with_an_overflow_enum():
+    narrow = NarrowX64Pass(overflow=Overflow.SATURATE)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        narrow.overflow = Overflow.WRAP
+    assert narrow == NarrowX64Pass(overflow=Overflow.SATURATE) and narrow.name == "x64guard-narrow"
+    with pytest.raises(TypeError, match="Overflow"):
+        NarrowX64Pass(overflow="wrap")

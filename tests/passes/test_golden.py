@@ -26,6 +26,7 @@ from jax.extend.mlir import ir
 
 from x64guard.io import modules
 from x64guard.findings import Finding
+from x64guard.modes import Overflow
 from x64guard.passes import NarrowX64Pass
 
 RULES = Path(__file__).resolve().parent / "golden" / "rules"
@@ -44,7 +45,7 @@ def parse_case(path: Path) -> tuple[dict, str, str, list[str]]:
         if line.startswith(OPTIONS):
             for pair in line.removeprefix(OPTIONS).split():
                 key, _, value = pair.partition("=")
-                options[key] = {"true": True, "false": False}.get(value, value)
+                options[key] = Overflow(value) if key == "overflow" else {"true": True, "false": False}.get(value, value)
     return options, "\n".join(lines).strip() + "\n", expected_output.strip() + "\n", \
         [line for line in findings.splitlines() if line.strip()]
 

@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
-from x64guard.passes.tables import NARROW_ELEMENT_TYPE, TARGET_PROFILES, narrowed_custom_call_target
+from x64guard.passes.tables import (ELEMENT_TYPES, NARROW_ELEMENT_TYPE, NARROW_NUMPY_DTYPE, NARROW_TORCH_DTYPE,
+                                    TARGET_PROFILES, TORCH_MLIR_ELEMENT, narrowed_custom_call_target, numpy_narrowed,
+                                    torch_narrowed)
 
 
 def test_type_map_is_jax_canonicalization():
@@ -11,6 +13,50 @@ def test_type_map_is_jax_canonicalization():
     assert NARROW_ELEMENT_TYPE["ui64"] == "ui32"
     assert NARROW_ELEMENT_TYPE["f64"] == "f32"
     assert NARROW_ELEMENT_TYPE["complex<f64>"] == "complex<f32>"
+    assert set(NARROW_ELEMENT_TYPE) == {"i64", "si64", "ui64", "f64", "complex<f64>"}
+
+
+@pytest.mark.parametrize("row", ELEMENT_TYPES, ids=lambda row: row.mlir)
+def test_a_row_agrees_with_jax_and_numpy(row):
+    import jax.numpy as jnp
+    from jax._src.interpreters import mlir
+    from jax.extend.mlir import ir
+
+    jax_dtype = np.dtype(getattr(jnp, row.dtype))
+    assert (row.numpy, row.numpy.itemsize, row.numpy.kind) == (jax_dtype, jax_dtype.itemsize, jax_dtype.kind)
+    if not row.mlir.startswith("si"):  # JAX lowers to signless integers; si32/si64 are the signed spellings
+        with ir.Context():
+            assert str(mlir.dtype_to_ir_type(jax_dtype)) == row.mlir
+    if row.narrow:
+        narrow = np.dtype(getattr(jnp, next(r.dtype for r in ELEMENT_TYPES if r.mlir == row.narrow)))
+        assert (narrow.kind, narrow.itemsize * 2) == (row.numpy.kind, row.numpy.itemsize)
+        # JAX's own x32 canonicalization
+        from jax._src import dtypes
+        assert dtypes._dtype_to_32bit_dtype[row.numpy] == narrow
+
+
+@pytest.mark.parametrize("row", ELEMENT_TYPES, ids=lambda row: row.mlir)
+def test_a_row_agrees_with_torch(row):
+    torch = pytest.importorskip("torch")
+    if row.torch is None:
+        assert not isinstance(getattr(torch, row.dtype, None), torch.dtype), f"torch has {row.dtype}"
+        return
+    dtype = getattr(torch, row.torch)
+    assert isinstance(dtype, torch.dtype) and dtype.itemsize == row.numpy.itemsize
+    assert dtype.is_complex == (row.numpy.kind == "c")
+    assert dtype.is_floating_point == row.dtype.startswith(("float", "bfloat"))
+
+
+def test_derived_maps():
+    assert numpy_narrowed(np.float64) == np.float32 and numpy_narrowed("int64") == np.int32
+    assert numpy_narrowed(np.int16) == np.int16 and numpy_narrowed(np.complex128) == np.complex64
+    assert NARROW_NUMPY_DTYPE == {np.dtype(w): np.dtype(n) for w, n in
+                                  [("int64", "int32"), ("uint64", "uint32"), ("float64", "float32"),
+                                   ("complex128", "complex64")]}
+    assert NARROW_TORCH_DTYPE == {"int64": "int32", "uint64": "uint32", "float64": "float32",
+                                  "complex128": "complex64"}
+    assert torch_narrowed("float64") == "float32" and torch_narrowed("bfloat16") == "bfloat16"
+    assert TORCH_MLIR_ELEMENT["int64"] == "i64" and TORCH_MLIR_ELEMENT["bool"] == "i1"
 
 
 @pytest.mark.parametrize("wide, narrow", [

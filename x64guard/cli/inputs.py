@@ -39,7 +39,7 @@ class InputError(Exception):
         super().__init__(f"{path}: {reason}")
 
 
-class Format(str, enum.Enum):
+class Format(enum.StrEnum):
     MLIR_TEXT = "mlir-text"
     MLIR_BYTECODE = "mlir-bytecode"
     PORTABLE_ARTIFACT = "portable-artifact"
@@ -47,9 +47,6 @@ class Format(str, enum.Enum):
     HLO_PROTO = "hlo-proto"
     JAX_EXPORT = "jax-export"
     TORCH_XLA_GRAPHS = "torch-xla-graphs"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 FORMAT_NAMES = {
@@ -347,14 +344,13 @@ def _narrowed_aval(aval, element: str | None):
     """The aval's dtype as the narrowed module has it. Only 64-bit dtypes change (key
     types and 8/16-bit types stay); an argument the module dropped (unused) gets the
     32-bit counterpart, as x32 JAX would export it."""
-    from x64guard.passes.tables import NARROW_ELEMENT_TYPE, NUMPY_DTYPE
+    from x64guard.passes.tables import NARROW_NUMPY_DTYPE, NUMPY_DTYPE, numpy_narrowed
 
-    wide = {dtype: name for name, dtype in NUMPY_DTYPE.items() if name in NARROW_ELEMENT_TYPE}
     dtype = getattr(aval, "dtype", None)
-    if not isinstance(dtype, np.dtype) or dtype not in wide:
+    if not isinstance(dtype, np.dtype) or dtype not in NARROW_NUMPY_DTYPE:
         return aval
     if element is None:
-        element = NARROW_ELEMENT_TYPE[wide[dtype]]
+        return aval.update(dtype=numpy_narrowed(dtype))
     return aval.update(dtype=NUMPY_DTYPE.get(element, dtype))
 
 
@@ -362,17 +358,17 @@ def _main_element_types(module) -> tuple[list[str | None], list[str | None]]:
     """Element types (MLIR spelling; None for tokens) of @main's arguments and results."""
     from jax.extend.mlir import ir
 
+    from x64guard.passes.ir_queries import main_function
+
     def element(t) -> str | None:
         return str(t.element_type) if isinstance(t, ir.ShapedType) else None
 
     with module.context:
-        for op in module.body.operations:
-            attributes = op.operation.attributes
-            if (op.operation.name == "func.func" and "sym_name" in attributes
-                    and ir.StringAttr(attributes["sym_name"]).value == "main"):
-                function = ir.FunctionType(ir.TypeAttr(attributes["function_type"]).value)
-                return [element(t) for t in function.inputs], [element(t) for t in function.results]
-    raise ValueError("x64guard: the jax.export artifact's module has no @main")
+        main = main_function(module)
+        if main is None:
+            raise ValueError("x64guard: the jax.export artifact's module has no @main")
+        function = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        return [element(t) for t in function.inputs], [element(t) for t in function.results]
 
 
 def _output_mode(target: Path) -> int:

@@ -193,23 +193,20 @@ def check_unit(unit: Unit, target: str, all_positions: bool = False,
 def call_site(module, function: str) -> str | None:
     """Where a jitted function was called from: JAX names the location of `@main`'s own
     ops (its return) `jit(<function>)`, over the caller's file location."""
-    from jax.extend.mlir import ir
-
+    from x64guard.passes.ir_queries import main_function
     from x64guard.passes.locations import LocationResolver
 
     resolver = LocationResolver()
     wanted = (f"jit({function})", f"pjit({function})", f"pmap({function})")
-    for op in module.body.operations:
-        if op.operation.name != "func.func" or "sym_name" not in op.operation.attributes:
-            continue
-        if ir.StringAttr(op.operation.attributes["sym_name"]).value != "main":
-            continue
-        for region in op.operation.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    where, name = resolver.resolve_with_name(inner.operation.location)
-                    if name in wanted and where is not None and where.has_file:
-                        return str(where)  # a unit's origin: `file:line:col`
+    main = main_function(module)
+    if main is None:
+        return None
+    for region in main.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                where, name = resolver.resolve_with_name(inner.operation.location)
+                if name in wanted and where is not None and where.has_file:
+                    return str(where)  # a unit's origin: `file:line:col`
     return None
 
 

@@ -31,7 +31,7 @@ from x64guard.errors import X64GuardError  # noqa: E402
 BYTECODE_MAGIC = b"ML\xefR"
 
 
-class SourceFormat(str, enum.Enum):
+class SourceFormat(enum.StrEnum):
     TEXT = "text"
     BYTECODE = "bytecode"
     PORTABLE_ARTIFACT = "portable-artifact"

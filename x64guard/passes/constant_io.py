@@ -14,6 +14,7 @@ import re
 import numpy as np
 from jax.extend.mlir import ir
 
+from x64guard.passes.ir_queries import read_attribute
 from x64guard.passes.tables import NUMPY_DTYPE
 
 _DENSE_BODY = re.compile(r"value = dense<(.*)> : tensor<", re.S)
@@ -28,10 +29,8 @@ class UnreadableConstant(ValueError):
 def read_constant(op: ir.Operation, result_type: ir.Type) -> tuple[np.ndarray, bool]:
     """(values, is_splat). A splat comes back as a 0-d array."""
     dtype = NUMPY_DTYPE[str(element_of(result_type))]
-    try:
-        attr = op.attributes["value"]
-    except TypeError:
-        # Complex dense attributes cannot be cast by the bindings.
+    attr = read_attribute(op, "value")
+    if attr is None:  # complex dense attributes cannot be cast by the bindings
         return _read_printed_dense(op, dtype, result_type)
     if isinstance(attr, (ir.DenseIntElementsAttr, ir.DenseFPElementsAttr)):
         if attr.is_splat:

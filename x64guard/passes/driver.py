@@ -19,36 +19,40 @@ bindings' `walk(op_class=...)` filter costs more than an unfiltered walk (docs/d
 from __future__ import annotations
 
 import abc
+import enum
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
 from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
+from x64guard.modes import Overflow
 from x64guard.passes.rewriter import Rewriter
 from x64guard.passes.store import FindingsStore
 from x64guard.passes.tables import TargetProfile
 from x64guard.passes.types import TypeConverter
 
-# What `match_and_rewrite` returns: falsy when it did not deal with the op; True when
-# later named patterns for the op must not run (the any-op patterns still do); KEEP_TYPES
-# when the op keeps its types: the type conversion is skipped too (the RNG state, which a
-# target profile keeps 64-bit).
-KEEP_TYPES = "keep-types"
+class Outcome(enum.Enum):
+    """What `match_and_rewrite` returns."""
+
+    NO_MATCH = enum.auto()    # the pattern did not deal with the op: the op's next named pattern runs
+    REWROTE = enum.auto()     # it dealt with the op: later named patterns for the op do not run (any-op ones do)
+    KEEP_TYPES = enum.auto()  # as REWROTE, and the op keeps its types: the type conversion is skipped too
+                              # (the RNG state, which a target profile keeps 64-bit)
 
 
 class RewritePattern(abc.ABC):
     """Rewrites (or reports on) the ops named in `op_names`. One job per pattern.
 
     A pattern with no `op_names` applies to every op, after the named ones (the generic
-    type conversion); `converts_types` says whether KEEP_TYPES skips it.
+    type conversion); `converts_types` says whether `Outcome.KEEP_TYPES` skips it.
     """
 
     op_names: frozenset[str] = frozenset()
     converts_types: bool = False
 
     @abc.abstractmethod
-    def match_and_rewrite(self, op: ir.Operation, ctx: "OpContext"):
+    def match_and_rewrite(self, op: ir.Operation, ctx: "OpContext") -> Outcome:
         """Rewrite `op` through `ctx.rewriter` (or only report through `ctx.report`)."""
 
 
@@ -61,7 +65,7 @@ class PassRun:
     store: FindingsStore
     rewriter: Rewriter
     profile: TargetProfile
-    overflow: str
+    overflow: Overflow
     # The module was lowered by JAX (`module @jit_...`): its x32 counterpart is x32 JAX's trace.
     jax_origin: bool = False
     # finfo(float64) values replaced by float32's (NarrowX64Pass's `dtype_constants`).
@@ -110,7 +114,7 @@ class OpContext:
         return self.run.profile
 
     @property
-    def overflow(self) -> str:
+    def overflow(self) -> Overflow:
         return self.run.overflow
 
     @property
@@ -211,6 +215,7 @@ def apply_patterns(walked: WalkedOps, run: PassRun, patterns: Sequence[RewritePa
     Patterns change the op they are handed and defer erasures to `Rewriter.finish`, so
     every op collected stays valid; ops of a function a pattern drops are not looked at."""
     named, any_op = index_patterns(patterns)
+    NO_MATCH, KEEP_TYPES = Outcome.NO_MATCH, Outcome.KEEP_TYPES  # locals: read once per op
     kept, claimed = run.kept_ops, run.claimed_ops
     reporting = tuple(p for p in any_op if not p.converts_types)  # profile rules (check): they only report
     dropped = run.store.dropped_functions
@@ -230,7 +235,7 @@ def apply_patterns(walked: WalkedOps, run: PassRun, patterns: Sequence[RewritePa
         if candidates is not None and not (claimed and op in claimed):
             for pattern in candidates:
                 outcome = pattern.match_and_rewrite(op, ctx)
-                if outcome:
+                if outcome is not NO_MATCH:
                     keep_types = outcome is KEEP_TYPES
                     break
         for pattern in any_op:

@@ -54,6 +54,11 @@ class IdiomPattern(RewritePattern):
     # such anchors alone never make a recording run copy its module.
     follows_earlier_rules: bool = False
 
+    def may_match(self, op: ir.Operation, run: PassRun) -> bool:
+        """A cheap look at an anchor before the phase starts (no anchor a rule may match:
+        a recording run copies nothing). True unless the rule says otherwise."""
+        return True
+
     @staticmethod
     def replace_constants(ctx: OpContext, uses: Sequence[tuple[ir.Operation, ir.Value]], element: str,
                           number_for: Callable[[object], object]) -> None:
@@ -103,6 +108,12 @@ class IdiomState:
     # (the RNG seed or state; patterns/rng_state.py).
     kept_signatures: dict[str, tuple[frozenset, frozenset]] = field(default_factory=dict)
     state_decided: bool = False  # KeepRngState has run (it decides for every generator at once)
+    # (op, enclosing function, walk position) of every op a rule of the phase is anchored at,
+    # in walk order, from the module's one walk (a rule that needs all of them reads this).
+    anchored: list[tuple[ir.Operation, str, int]] = field(default_factory=list)
+    # Ops a spelling rule replaced (patterns/spellings.py): erased after the phase when
+    # nothing uses them, not counted as changes (the module says the same thing).
+    spelled_away: list[ir.Operation] = field(default_factory=list)
 
 
 class IdiomPhase:
@@ -127,13 +138,15 @@ class IdiomPhase:
             found, _ = self._anchored_ops(collect(module), run)
             # The same run (findings, kept ops, idiom state), rewriting the copy.
             phase = dataclasses.replace(run, rewriter=Rewriter())
-        run.idioms = phase.idioms = state = IdiomState(module=module.operation, functions=_functions(module))
+        run.idioms = phase.idioms = state = IdiomState(module=module.operation, functions=_functions(module),
+                                                       anchored=found)
         with module.context, ir.Location.unknown(module.context):
             for pattern in self._patterns:
                 for op, function, index in found:
                     if op.name in pattern.op_names:
                         phase.function, phase.op_index = function, index
                         pattern.match_and_rewrite(op, OpContext(op, op.name, op.results.types, phase))
+            _erase_spelled_away(state, phase.rewriter)
             _erase_dead(state, phase.rewriter, run)
         return module, collect(module)  # ops were inserted and erased: collected afresh
 
@@ -150,7 +163,8 @@ class IdiomPhase:
                 continue
             op = walked.ops[index]
             spelling = element(op.results[0].type) if len(op.results) else None
-            wanted = [p for p in patterns if p.result_elements is None or spelling in p.result_elements]
+            wanted = [p for p in patterns if (p.result_elements is None or spelling in p.result_elements)
+                      and p.may_match(op, run)]
             if wanted:
                 found.append((op, walked.functions[index], index + 1))
                 independent = independent or any(not p.follows_earlier_rules for p in wanted)
@@ -177,6 +191,18 @@ def _functions(module: ir.Module) -> dict[str, ir.Operation]:
         if op.name == "func.func" and "sym_name" in op.attributes:
             out[ir.StringAttr(op.attributes["sym_name"]).value] = op
     return out
+
+
+def _erase_spelled_away(state: IdiomState, rewriter: Rewriter) -> None:
+    """Erase the ops spelling rules replaced, if unused (before `_erase_dead`, which must
+    not meet them: an erased op cannot even be hashed)."""
+    unused = [op for op in dict.fromkeys(state.spelled_away)
+              if not any(True for result in op.results for _ in result.uses)]
+    if unused:
+        gone = set(unused)
+        state.maybe_dead = [op for op in state.maybe_dead if op not in gone]
+        for op in unused:
+            rewriter.erase(op)
 
 
 def _erase_dead(state: IdiomState, rewriter: Rewriter, run: PassRun) -> None:

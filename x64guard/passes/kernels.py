@@ -33,7 +33,8 @@ import numpy as np
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo
 
-from x64guard.passes.tables import THREEFRY_KEY_PARITY, THREEFRY_ROTATIONS
+from x64guard.passes.ir_queries import read_attribute
+from x64guard.passes.tables import INTEGER_NUMPY_DTYPE, THREEFRY_KEY_PARITY, THREEFRY_ROTATIONS
 
 _MASK = 0xFFFFFFFF
 _MAX_TRIPS = 64        # unrolled loop trips, all loops of one proof together
@@ -125,14 +126,10 @@ def threefry2x32_terms(terms: Terms, k0: int, k1: int, x0: int, x1: int) -> tupl
 
 # ---- the evaluator ---------------------------------------------------------------------
 
-_NUMPY = {"ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64, "i1": np.bool_,
-          "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "si32": np.int32, "si64": np.int64}
-
-
-def _shape_and_dtype(t: ir.Type) -> tuple[tuple[int, ...], type]:
+def _shape_and_dtype(t: ir.Type) -> tuple[tuple[int, ...], np.dtype]:
     if not isinstance(t, ir.RankedTensorType) or not t.has_static_shape:
         raise NotShown(f"a value of type {t}")
-    dtype = _NUMPY.get(str(t.element_type))
+    dtype = INTEGER_NUMPY_DTYPE.get(str(t.element_type))  # integer kernels only
     if dtype is None:
         raise NotShown(f"an element type {t.element_type}")
     return tuple(t.shape), dtype
@@ -140,10 +137,9 @@ def _shape_and_dtype(t: ir.Type) -> tuple[tuple[int, ...], type]:
 
 def _dense(op: ir.Operation) -> np.ndarray:
     shape, dtype = _shape_and_dtype(op.results[0].type)
-    try:
-        attr = op.attributes["value"]
-    except TypeError as error:
-        raise NotShown("an unreadable constant") from error
+    attr = read_attribute(op, "value")
+    if attr is None:
+        raise NotShown("an unreadable constant")
     if not isinstance(attr, ir.DenseIntElementsAttr):
         raise NotShown("a non-integer constant")
     if attr.is_splat:
@@ -298,8 +294,8 @@ class Evaluator:
     def symbolic(self, op: ir.Operation, xs: list) -> _Lane:
         name = op.name
         shape, dtype = _shape_and_dtype(op.results[0].type)
-        if dtype is not np.uint32:
-            raise NotShown(f"{name} on {dtype.__name__} data")
+        if dtype != np.uint32:
+            raise NotShown(f"{name} on {dtype.name} data")
         t = self.terms
         if name == "stablehlo.broadcast_in_dim":
             x = xs[0]
@@ -337,7 +333,7 @@ def computes_threefry2x32(function: ir.Operation, functions: dict[str, ir.Operat
         if len(arguments) != 4:
             return False
         shapes = [_shape_and_dtype(a.type) for a in arguments]
-        if any(dtype is not np.uint32 for _, dtype in shapes):
+        if any(dtype != np.uint32 for _, dtype in shapes):
             return False
         try:
             lanes = tuple(np.broadcast_shapes(*(shape for shape, _ in shapes)))

@@ -20,6 +20,7 @@ from jax.extend.mlir import ir
 
 from x64guard.errors import X64GuardError
 from x64guard.passes.driver import PassRun, collect
+from x64guard.passes.ir_queries import read_attribute
 from x64guard.passes.locations import LocationResolver
 from x64guard.passes.tables import CHECK_DIALECT_OPS, never_has_type_attributes
 
@@ -110,10 +111,7 @@ class Legality:
                 return
         expected = CHECK_DIALECT_OPS.get(name)
         if expected and expected in op.attributes:
-            try:
-                value = op.attributes[expected]
-            except TypeError:  # complex dense attributes cannot be read: their type is in the text
-                value = None
+            value = read_attribute(op, expected)  # None for complex dense attributes: their type is in the text
             # Only an expected value of the checked operand's type narrows with it (one of
             # another type is left as it is: patterns/check_ops.py).
             if isinstance(value, ir.DenseElementsAttr) and self._is_wide(value.type) and len(op.operands) == 1 \
@@ -146,10 +144,7 @@ def check_legality(module: ir.Module, run: PassRun) -> None:
 def _wide_type_attribute(op: ir.Operation, is_wide, signature) -> str | None:
     attributes = op.attributes
     for attr_name in list(attributes):
-        try:
-            attr = attributes[attr_name]
-        except TypeError:  # dense attributes the bindings cannot cast are never TypeAttrs
-            continue
+        attr = read_attribute(op, attr_name)  # None: the bindings cannot cast it, never a TypeAttr
         if not isinstance(attr, ir.TypeAttr) or not is_wide(attr.value):
             continue
         if signature is not None and attr_name == "function_type":

@@ -12,6 +12,8 @@ import numpy as np
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo
 
+from x64guard.passes.ir_queries import read_attribute
+
 # Ops that only move or repeat a scalar constant into a shape (their first operand; a
 # dynamic broadcast's second is the shape it broadcasts to).
 _SPLAT_CARRIERS = ("stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.dynamic_broadcast_in_dim",
@@ -60,10 +62,7 @@ def splat_value(value: ir.Value, carriers: Iterable[str] = _SPLAT_CARRIERS[:3]):
             continue
         if op.name != "stablehlo.constant":
             return None
-        try:
-            attr = op.attributes["value"]
-        except TypeError:  # complex dense attributes cannot be read this way
-            return None
+        attr = read_attribute(op, "value")  # None for complex dense attributes
         if not isinstance(attr, (ir.DenseIntElementsAttr, ir.DenseFPElementsAttr)) or not attr.is_splat:
             return None
         scalar = attr.get_splat_value()
@@ -99,10 +98,7 @@ def dense_values(value: ir.Value) -> np.ndarray | None:
     op = producer(value, "stablehlo.constant")
     if op is None:
         return None
-    try:
-        attr = op.attributes["value"]
-    except TypeError:
-        return None
+    attr = read_attribute(op, "value")
     if not isinstance(attr, (ir.DenseIntElementsAttr, ir.DenseFPElementsAttr)):
         return None
     if attr.is_splat:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 from jax.extend.mlir import ir
 
 from x64guard.findings import Finding, Severity
+from x64guard.modes import Overflow
 from x64guard.passes.driver import PassRun, RewritePattern, apply_patterns, collect
 from x64guard.passes.idioms import IdiomPhase
 from x64guard.passes.legality import Legality
@@ -47,6 +48,7 @@ def lowered_by_jax(module: ir.Module) -> bool:
     return ir.StringAttr(attributes["sym_name"]).value.startswith(_JAX_MODULE_PREFIXES)
 
 
+@dataclass(frozen=True)
 class NarrowX64Pass:
     """i64/ui64/f64/complex<f64> -> i32/ui32/f32/complex<f32>, as JAX's x32 canonicalization.
 
@@ -54,11 +56,11 @@ class NarrowX64Pass:
     numbers) are first rewritten into the form x32 JAX traces (`passes/idioms.py`); then
     the named rules and the generic type conversion are applied to every op, in the order
     of the module's one walk (`passes/driver.py`), and a rewriting run checks each op
-    right after, proving that no 64-bit type is left (`passes/legality.py`). `profile` (a row of `tables.TARGET_PROFILES`) says what the
-    target keeps (the RNG state).
+    right after, proving that no 64-bit type is left (`passes/legality.py`). `profile` (a
+    row of `tables.TARGET_PROFILES`) says what the target keeps (the RNG state).
 
-    Options: `overflow` (error | saturate | wrap) for constants the 32-bit type cannot hold;
-    `record_only` records instead of rewriting; `dtype_constants` False rounds finfo(float64)
+    Options: `overflow` (an `Overflow`: error | saturate | wrap) for constants the 32-bit
+    type cannot hold; `record_only` records instead of rewriting; `dtype_constants` False rounds finfo(float64)
     values like any literal (docs/constants.md); `rewrite_exact_idioms` False leaves JAX's
     exact 64-bit idioms (iota_2x32_shape's counters) to be reported like any 64-bit type
     (`check` on a strict profile); `extra_patterns` run before the named rules (`check`'s
@@ -67,26 +69,37 @@ class NarrowX64Pass:
     note (a target that accepts 64-bit types).
     """
 
-    name = "x64guard-narrow"
+    name: ClassVar[str] = "x64guard-narrow"
 
-    def __init__(self, *, overflow: str = "error", record_only: bool = False, dtype_constants: bool = True,
-                 profile: TargetProfile | None = None, rewrite_exact_idioms: bool = True,
-                 extra_patterns: Sequence[RewritePattern] = (), types: TypeReport = NARROWED,
-                 all_positions: bool = False, errors_note: str | None = None, note_kinds: frozenset | None = None):
-        self.overflow = overflow
-        self.dtype_constants = dtype_constants
-        self.record_only = record_only
-        self.profile = profile or TARGET_PROFILES[DEFAULT_TARGET]
-        self.types = types
-        self.all_positions = all_positions
-        self.errors_note = errors_note
-        self.note_kinds = note_kinds
-        self.patterns: tuple[RewritePattern, ...] = (
-            *extra_patterns,
-            *(p for p in SPECIAL_PATTERNS if dtype_constants or not isinstance(p, ReplaceDtypeConstants)),
+    overflow: Overflow = Overflow.ERROR
+    record_only: bool = False
+    dtype_constants: bool = True
+    profile: TargetProfile = TARGET_PROFILES[DEFAULT_TARGET]
+    rewrite_exact_idioms: bool = True
+    extra_patterns: Sequence[RewritePattern] = ()
+    types: TypeReport = NARROWED
+    all_positions: bool = False
+    errors_note: str | None = None
+    note_kinds: frozenset | None = None
+    # Derived from the options above (built once per pass, not per module).
+    _idioms: IdiomPhase = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.overflow, Overflow):  # an enum, so that a misspelt policy fails here
+            raise TypeError(f"x64guard: NarrowX64Pass.overflow is an Overflow, not {self.overflow!r} "
+                            "(x64guard.modes.resolve_overflow reads a string)")
+        object.__setattr__(self, "extra_patterns", tuple(self.extra_patterns))
+        object.__setattr__(self, "_idioms", IdiomPhase([p for p in IDIOM_PATTERNS
+                                                       if self.rewrite_exact_idioms or not isinstance(p, CounterSplit)]))
+
+    @property
+    def patterns(self) -> tuple[RewritePattern, ...]:
+        """The rules of the narrowing phase, in order."""
+        return (
+            *self.extra_patterns,
+            *(p for p in SPECIAL_PATTERNS if self.dtype_constants or not isinstance(p, ReplaceDtypeConstants)),
             CONVERT_TYPES,
         )
-        self._idioms = IdiomPhase([p for p in IDIOM_PATTERNS if rewrite_exact_idioms or not isinstance(p, CounterSplit)])
 
     def apply(self, module: ir.Module) -> PassResult:
         """Narrow `module` in place, or record what narrowing it would do."""

@@ -7,26 +7,43 @@ type, a sentinel, a LAPACK kernel or a target is one entry here, not new code.
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from typing import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-# ---- The type table: every element type x64guard converts or converts to ----------------
-# One row per MLIR element type: its numpy dtype, the torch dtype of the same name (None if
-# torch has none), its 32-bit counterpart (64-bit rows only) and, for integers, its range.
-# Every map of the package derives from these rows (below, and in the front ends): the
+# ---- The type table: every element type x64guard converts, converts to, or meets --------
+# One row per MLIR element type: the name of the JAX/numpy dtype that carries its values
+# (ml_dtypes' for the types numpy lacks), the torch dtype of the same name (None if torch
+# has none), its 32-bit counterpart (64-bit rows only) and, for integers, its range. Every
+# dtype map of the package derives from these rows (below, and in the front ends): the
 # 64->32 map is exactly JAX's canonicalization (int64->int32, uint64->uint32,
-# float64->float32, complex128->complex64). The invariants are checked at import.
+# float64->float32, complex128->complex64). The invariants are checked at import, the rows
+# against numpy, JAX and torch in tests/passes/test_tables.py.
+
+
+def _numpy_dtype(name: str) -> np.dtype:
+    """numpy's dtype `name`, or ml_dtypes' (bfloat16, the float8 types, int4: JAX's own)."""
+    try:
+        return np.dtype(name)
+    except TypeError:
+        import ml_dtypes  # a dependency of jax
+
+        return np.dtype(getattr(ml_dtypes, name))
 
 
 @dataclass(frozen=True)
 class ElementType:
     mlir: str                 # MLIR spelling: "i64", "complex<f64>"
-    numpy: np.dtype           # the numpy dtype that carries its values
+    dtype: str                # name of the JAX/numpy dtype that carries its values: "int64"
     torch: str | None         # name of the torch dtype (`getattr(torch, name)`), None if torch has none
     narrow: str | None = None  # MLIR spelling of the 32-bit counterpart (64-bit rows only)
+
+    @functools.cached_property
+    def numpy(self) -> np.dtype:
+        return _numpy_dtype(self.dtype)
 
     @property
     def short(self) -> str:
@@ -43,40 +60,90 @@ class ElementType:
 
 
 ELEMENT_TYPES: tuple[ElementType, ...] = (
-    ElementType("i64", np.dtype(np.int64), "int64", "i32"),
-    ElementType("si64", np.dtype(np.int64), "int64", "si32"),
-    ElementType("ui64", np.dtype(np.uint64), "uint64", "ui32"),
-    ElementType("f64", np.dtype(np.float64), "float64", "f32"),
-    ElementType("complex<f64>", np.dtype(np.complex128), "complex128", "complex<f32>"),
-    ElementType("i32", np.dtype(np.int32), "int32"),
-    ElementType("si32", np.dtype(np.int32), "int32"),
-    ElementType("ui32", np.dtype(np.uint32), "uint32"),
-    ElementType("f32", np.dtype(np.float32), "float32"),
-    ElementType("complex<f32>", np.dtype(np.complex64), "complex64"),
+    # narrowed: the 64-bit types and their counterparts
+    ElementType("i64", "int64", "int64", "i32"),
+    ElementType("si64", "int64", "int64", "si32"),
+    ElementType("ui64", "uint64", "uint64", "ui32"),
+    ElementType("f64", "float64", "float64", "f32"),
+    ElementType("complex<f64>", "complex128", "complex128", "complex<f32>"),
+    ElementType("i32", "int32", "int32"),
+    ElementType("si32", "int32", "int32"),
+    ElementType("ui32", "uint32", "uint32"),
+    ElementType("f32", "float32", "float32"),
+    ElementType("complex<f32>", "complex64", "complex64"),
+    # left as they are
+    ElementType("i1", "bool", "bool"),
+    ElementType("i8", "int8", "int8"),
+    ElementType("i16", "int16", "int16"),
+    ElementType("ui8", "uint8", "uint8"),
+    ElementType("ui16", "uint16", "uint16"),
+    ElementType("f16", "float16", "float16"),
+    ElementType("bf16", "bfloat16", "bfloat16"),
+    # JAX's sub-byte and 8-bit types (jax.numpy 0.10, ml_dtypes 0.7); torch 2.9 has some (its
+    # int2/int4 are storage-only shell dtypes)
+    ElementType("i2", "int2", "int2"),
+    ElementType("i4", "int4", "int4"),
+    ElementType("ui2", "uint2", "uint2"),
+    ElementType("ui4", "uint4", "uint4"),
+    ElementType("f8E4M3FN", "float8_e4m3fn", "float8_e4m3fn"),
+    ElementType("f8E5M2", "float8_e5m2", "float8_e5m2"),
+    ElementType("f8E4M3FNUZ", "float8_e4m3fnuz", "float8_e4m3fnuz"),
+    ElementType("f8E5M2FNUZ", "float8_e5m2fnuz", "float8_e5m2fnuz"),
+    ElementType("f8E4M3B11FNUZ", "float8_e4m3b11fnuz", None),
+    ElementType("f8E3M4", "float8_e3m4", None),
+    ElementType("f8E4M3", "float8_e4m3", None),
+    ElementType("f8E8M0FNU", "float8_e8m0fnu", "float8_e8m0fnu"),
+    ElementType("f6E2M3FN", "float6_e2m3fn", None),
+    ElementType("f6E3M2FN", "float6_e3m2fn", None),
+    ElementType("f4E2M1FN", "float4_e2m1fn", None),
 )
 ELEMENT_TYPE: dict[str, ElementType] = {row.mlir: row for row in ELEMENT_TYPES}
+_NARROWED_ROWS = tuple(row for row in ELEMENT_TYPES if row.narrow)
 
 # 64-bit element type -> its 32-bit counterpart, by MLIR spelling.
-NARROW_ELEMENT_TYPE: dict[str, str] = {row.mlir: row.narrow for row in ELEMENT_TYPES if row.narrow}
+NARROW_ELEMENT_TYPE: dict[str, str] = {row.mlir: row.narrow for row in _NARROWED_ROWS}
 # MLIR spelling -> numpy dtype, used to carry constant values across the change.
 NUMPY_DTYPE: dict[str, np.dtype] = {row.mlir: row.numpy for row in ELEMENT_TYPES}
+# MLIR spelling -> numpy dtype of the integer (and i1) types: what the kernel evaluator and
+# torch-xla's RNG seed reader compute with (the sub-byte ml_dtypes types are not among them).
+INTEGER_NUMPY_DTYPE: dict[str, np.dtype] = {row.mlir: row.numpy for row in ELEMENT_TYPES if row.numpy.kind in "biu"}
 # numpy dtype -> its 32-bit counterpart (what an input or output dtype becomes; the JAX front end).
-NARROW_NUMPY_DTYPE: dict[np.dtype, np.dtype] = {
-    row.numpy: ELEMENT_TYPE[row.narrow].numpy for row in ELEMENT_TYPES if row.narrow}
+NARROW_NUMPY_DTYPE: dict[np.dtype, np.dtype] = {row.numpy: ELEMENT_TYPE[row.narrow].numpy for row in _NARROWED_ROWS}
 # torch dtype name -> its 32-bit counterpart's (the torch-xla front end: `getattr(torch, name)`).
 NARROW_TORCH_DTYPE: dict[str, str] = {
-    row.torch: ELEMENT_TYPE[row.narrow].torch for row in ELEMENT_TYPES if row.narrow and row.torch}
+    row.torch: ELEMENT_TYPE[row.narrow].torch for row in _NARROWED_ROWS if row.torch}
+# torch dtype name -> the MLIR spelling torch-xla lowers it to (the signless one: first row wins).
+TORCH_MLIR_ELEMENT: dict[str, str] = {}
+for _row in ELEMENT_TYPES:
+    if _row.torch is not None:
+        TORCH_MLIR_ELEMENT.setdefault(_row.torch, _row.mlir)
+del _row
+# torch dtype name -> the JAX dtype name of the same values (torch-xla's calls into JAX).
+TORCH_JAX_DTYPE: dict[str, str] = {row.torch: row.dtype for row in ELEMENT_TYPES if row.torch is not None}
 # MLIR spelling -> (min, max) of every integer type in the table.
 INTEGER_RANGE: dict[str, tuple[int, int]] = {
     row.mlir: row.integer_range for row in ELEMENT_TYPES if row.integer_range is not None}
+
+
+def numpy_narrowed(dtype) -> np.dtype:
+    """The dtype `dtype` becomes: its 32-bit counterpart if it is 64-bit, else itself."""
+    dtype = np.dtype(dtype)
+    return NARROW_NUMPY_DTYPE.get(dtype, dtype)
+
+
+def torch_narrowed(name: str) -> str:
+    """The torch dtype name `name` becomes (a name: passes/ imports no torch)."""
+    return NARROW_TORCH_DTYPE.get(name, name)
 
 
 def _check_type_table() -> None:
     """What the rest of the package relies on; a wrong row fails every import, loudly."""
     problems = []
     for row in ELEMENT_TYPES:
-        if row.torch is not None and row.torch != row.numpy.name:
-            problems.append(f"{row.mlir}: torch name {row.torch!r} is not the numpy name {row.numpy.name!r}")
+        if row.numpy.name != row.dtype:
+            problems.append(f"{row.mlir}: numpy calls {row.dtype!r} {row.numpy.name!r}")
+        if row.torch is not None and row.torch != row.dtype:
+            problems.append(f"{row.mlir}: torch name {row.torch!r} is not the dtype name {row.dtype!r}")
         if row.narrow is None:
             continue
         narrow = ELEMENT_TYPE.get(row.narrow)
@@ -118,13 +185,32 @@ FLOAT_SENTINELS: dict[float, float] = {FLOAT64_MAX: FLOAT32_MAX, -FLOAT64_MAX: -
 # Ops whose `value` attribute is data (the only dense i64 attributes that are not structure).
 CONSTANT_OPS: frozenset[str] = frozenset({"stablehlo.constant", "mhlo.constant", "arith.constant"})
 
+# ---- spellings: ops written another way than the dialects JAX emits spell them ------------
+# torch-xla's StableHLO (HLO converted back by XLA) writes HLO ops that StableHLO lacks as
+# custom_calls named after the op. Each row: target -> the op it is, and how many operands
+# that op takes (a call with another count is left to the custom_call rules). Seen in
+# torch-xla 2.9: `stablehlo.custom_call @mhlo.erf(%x)` (GELU) is CHLO's erf, which expands
+# for float32 when compiled (JAX's x32 erf). patterns/spellings.py rewrites them.
+
+
+@dataclass(frozen=True)
+class Spelling:
+    op: str        # the op the custom_call stands for: "chlo.erf"
+    operands: int  # how many operands that op takes
+
+
+CUSTOM_CALL_SPELLINGS: dict[str, Spelling] = {
+    "mhlo.erf": Spelling("chlo.erf", 1),
+}
+
+
 # ---- custom_call targets (issue 15): what each target means for narrowing ----------------
 # A custom_call is a name: nothing in the module says whether its kernel works on any
 # element type. Each known target has a policy; a target in none of these tables with a
 # 64-bit operand or result (before narrowing) is refused, naming the target.
 
 
-class CustomCallPolicy(str, enum.Enum):
+class CustomCallPolicy(enum.StrEnum):
     TYPE_GENERIC = "type-generic"        # narrowed as any op: x32 tracing emits the same call
     RENAMED = "renamed"                  # one kernel per element type: renamed to its 32-bit twin
     HOST_CALLBACK = "host-callback"      # a Python function JAX traced for 64-bit values: refused
@@ -463,10 +549,6 @@ def _magnitude_ranges(values: list[float], bound: float) -> tuple[tuple[float, f
             ranges.append([m, m])
     return tuple((lo, hi) for lo, hi in ranges)
 
-
-# No int64 constant is tabled: the data shows none that is safe to match by value
-# (docs/constants.md: iinfo(int64).bits - 1 = 63 as a shift amount is exact already).
-DTYPE_CONSTANTS_I64: dict[int, DtypeConstant] = {}
 
 # (expression, float64 base, float32 base, largest k)
 DTYPE_MULTIPLE_BASES = tuple((expression, float(getattr(_F64, attr)), np.float32(getattr(_F32, attr)), largest)

@@ -5,6 +5,7 @@ generic one has a golden case in tests/passes/golden/rules, or names where it is
 
 from x64guard.passes.patterns.check_ops import NarrowCheckExpectation
 from x64guard.passes.patterns.casts import NarrowBitcastConvert, RemoveIdentityConvert
+from x64guard.passes.patterns.spellings import NarrowScalarCompare, RespellCustomCall
 from x64guard.passes.patterns.shifts import WarnShiftByWidth, WidthDependentCount
 from x64guard.passes.patterns.composites import RestoreChloComposite
 from x64guard.passes.patterns.constants import NarrowCleanSplat, NarrowConstant
@@ -25,6 +26,8 @@ from x64guard.passes.patterns.rng_state import KeepRngState, KeepStateSignature
 # Phase 1 (passes/idioms.py): idioms rewritten into the form x32 JAX traces, each rule over
 # the whole module in this order (floats and randint read the words the first rules make).
 IDIOM_PATTERNS = (
+    RespellCustomCall(),  # first: torch-xla's spellings, read as the ops the other rules know
+    NarrowScalarCompare(),
     XlaRandintWords(),
     RbgWideDraw(),
     ThreefryWords(),

@@ -10,7 +10,7 @@ from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
 from x64guard.passes.constant_io import element_of
-from x64guard.passes.driver import OpContext, RewritePattern
+from x64guard.passes.driver import OpContext, Outcome, RewritePattern
 
 
 class RemoveIdentityConvert(RewritePattern):
@@ -23,20 +23,20 @@ class RemoveIdentityConvert(RewritePattern):
 
     op_names = frozenset({"stablehlo.convert"})
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         source, result = ctx.type_before(op.operands[0]), ctx.result_types[0]
         if source == result or ctx.narrowed(source) != ctx.narrowed(result):
-            return True
+            return Outcome.REWROTE
         if not _weak_scalar_convert(op.operands[0], source, result):
             ctx.rewriter.forward_operand(op)
-            return True
+            return Outcome.REWROTE
         # Kept: x32 JAX holds this convert if the scalar was weak-typed, and none if it was a
         # strong int32/float32; the module does not say which. Either way it computes nothing.
         ctx.report(Kind.IDENTITY_CONVERT, Severity.INFO,
                    "a scalar's 64-to-32-bit convert, kept as a convert to the type its operand has: x32 JAX's "
                    "module holds one where the scalar was weak-typed and none where it was a strong 32-bit value, "
                    "which the module does not record; it computes nothing")
-        return True
+        return Outcome.REWROTE
 
 
 def _weak_scalar_convert(operand: ir.Value, source: ir.Type, result: ir.Type) -> bool:
@@ -89,7 +89,7 @@ class NarrowBitcastConvert(RewritePattern):
 
     op_names = frozenset({"stablehlo.bitcast_convert"})
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         source, result = op.operands[0].type, ctx.result_types[0]
         new_source, new_result = ctx.narrowed(source), ctx.narrowed(result)
         if not bitcast_is_valid(new_source, new_result):
@@ -97,4 +97,4 @@ class NarrowBitcastConvert(RewritePattern):
                       f"this bitcast to {result} would become {new_source} -> {new_result}, which no longer "
                       "reinterprets the same bits; keep it in 64 bits (mode='allow') or rewrite it on "
                       "32-bit values (lax.bitcast_convert_type on float32/uint32)")
-        return True
+        return Outcome.REWROTE

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from x64guard.passes.driver import OpContext, RewritePattern
+from x64guard.passes.driver import OpContext, Outcome, RewritePattern
+from x64guard.passes.ir_queries import read_attribute
 from x64guard.passes.patterns.constants import NarrowCleanSplat, NarrowConstant
 from x64guard.passes.patterns.dtype_constants import ReplaceDtypeConstants
 from x64guard.passes.tables import CHECK_DIALECT_OPS
@@ -24,28 +25,27 @@ _CONSTANT_RULES = (NarrowCleanSplat(), ReplaceDtypeConstants(), NarrowConstant()
 class NarrowCheckExpectation(RewritePattern):
     op_names = frozenset(name for name, attribute in CHECK_DIALECT_OPS.items() if attribute)
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         if len(op.operands) != 1 or "value" not in op.attributes:
-            return False
+            return Outcome.NO_MATCH
         checked = ctx.type_before(op.operands[0])
         if ctx.converter.convert(checked) is None or not _holds_type(op, checked):
-            return False
+            return Outcome.NO_MATCH
         # The expected value narrows exactly as a constant of the checked type would: the
         # constant rule reads the op's `value` with that type as its result type.
         as_constant = ctx.with_result_types([checked])
         for rule in _CONSTANT_RULES:
             if isinstance(rule, ReplaceDtypeConstants) and not ctx.run.dtype_constants:
                 continue
-            if rule.match_and_rewrite(op, as_constant):
+            if rule.match_and_rewrite(op, as_constant) is not Outcome.NO_MATCH:
                 break
-        return True
+        return Outcome.REWROTE
 
 
 def _holds_type(op: ir.Operation, expected: ir.Type) -> bool:
     """The `value` attribute is of the checked operand's type (read from its printed form:
     complex dense attributes cannot be read through the bindings)."""
-    try:
-        attr = op.attributes["value"]
-    except TypeError:
+    attr = read_attribute(op, "value")
+    if attr is None:
         return f"> : {expected}" in op.get_asm(print_generic_op_form=True, large_elements_limit=1)
     return isinstance(attr, ir.DenseElementsAttr) and attr.type == expected

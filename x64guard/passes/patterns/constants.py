@@ -7,7 +7,8 @@ from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
 from x64guard.passes.constant_io import UnreadableConstant, constant_attribute, read_constant, scalar_attr
-from x64guard.passes.driver import OpContext, RewritePattern
+from x64guard.passes.driver import OpContext, Outcome, RewritePattern
+from x64guard.passes.ir_queries import read_attribute
 from x64guard.passes.tables import CONSTANT_OPS, dtype_constant
 from x64guard.passes.values import NarrowedValues, exact_scalar, narrow_scalar, narrow_values
 
@@ -27,11 +28,10 @@ class NarrowCleanSplat(RewritePattern):
 
     op_names = CONSTANT_OPS
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
-        try:
-            attr = op.attributes["value"]
-        except TypeError:  # complex: the general path reads it
-            return False
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
+        attr = read_attribute(op, "value")
+        if attr is None:  # complex: the general path reads it
+            return Outcome.NO_MATCH
         # Memoized per attribute, clean or not: MLIR attributes are uniqued (and carry their
         # type, the constant's), and modules repeat 0, 1, -inf thousands of times.
         cache = ctx.run.splat_cache
@@ -39,9 +39,9 @@ class NarrowCleanSplat(RewritePattern):
         if narrowed is _UNSEEN:
             narrowed = cache[attr] = self._clean_narrowing(attr, ctx)
         if narrowed is None:
-            return False  # not 64-bit, or the later rules narrow and report it
+            return Outcome.NO_MATCH  # not 64-bit, or the later rules narrow and report it
         ctx.rewriter.set_attribute(op, "value", narrowed)
-        return True
+        return Outcome.REWROTE
 
     @staticmethod
     def _clean_narrowing(attr: ir.Attribute, ctx: OpContext) -> ir.Attribute | None:
@@ -62,11 +62,11 @@ class NarrowConstant(RewritePattern):
 
     op_names = CONSTANT_OPS
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         old_type = ctx.result_types[0]
         new_type = ctx.converter.convert(old_type)
         if new_type is None:
-            return False
+            return Outcome.NO_MATCH
         wide = ctx.converter.element_spelling(old_type)
         try:
             values, splat = read_constant(op, old_type)
@@ -74,9 +74,9 @@ class NarrowConstant(RewritePattern):
             ctx.report(Kind.CONSTANT_UNREADABLE, Severity.ERROR,
                        f"x64guard cannot read this {wide} constant ({exc}), so it cannot narrow it safely; "
                        "keep the module in 64 bits (mode='allow')")
-            return True
+            return Outcome.REWROTE
         narrow_and_write(op, ctx, values, splat, new_type)
-        return True
+        return Outcome.REWROTE
 
 
 def narrow_and_write(op: ir.Operation, ctx: OpContext, values: np.ndarray, splat: bool, new_type: ir.Type) -> None:

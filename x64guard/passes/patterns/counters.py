@@ -16,7 +16,7 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo
 
 from x64guard.findings import Kind, Severity
-from x64guard.passes.driver import OpContext
+from x64guard.passes.driver import OpContext, Outcome
 from x64guard.passes.idioms import IdiomPattern
 from x64guard.passes.matching import element_spelling, producer, shape_of, splat, splat_value, tensor_type, users
 from x64guard.passes.tables import COUNTER_LIMIT, LOW_WORD_MASK, RNG_IDIOMS
@@ -76,10 +76,10 @@ class CounterSplit(IdiomPattern):
     op_names = frozenset({"stablehlo.shift_right_logical"})
     result_elements = frozenset({"ui64"})
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         found = counter_split(op)
         if found is None:
-            return False
+            return Outcome.NO_MATCH
         counter, bound = found
         built: dict[ir.Value, ir.Value] = {}
         rewriter = ctx.rewriter
@@ -95,7 +95,7 @@ class CounterSplit(IdiomPattern):
         ctx.report(Kind.RNG_COUNTERS, Severity.INFO,
                    f"iota_2x32_shape's uint64 counters (up to {bound}, below 2**32) computed in 32 bits: "
                    "high words 0, low words the counters; exact")
-        return True
+        return Outcome.REWROTE
 
 
 def _in_uint32(value: ir.Value, built: dict[ir.Value, ir.Value]) -> ir.Value:
@@ -135,10 +135,10 @@ class LowWordMask(IdiomPattern):
     op_names = frozenset({"stablehlo.and"})
     result_elements = frozenset({"i64", "si64"})
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         element = element_spelling(op.results[0].type)
         if element not in ("i64", "si64") or not _to_32bit_words_only(op.results[0]):
-            return False
+            return Outcome.NO_MATCH
         wide_mask, narrow_mask = LOW_WORD_MASK
         for operand in op.operands:
             if splat_value(operand) == wide_mask:
@@ -149,8 +149,8 @@ class LowWordMask(IdiomPattern):
                 ctx.report(Kind.LOW_WORD_MASK, Severity.INFO,
                            "x & 0xFFFFFFFF before a convert to 32 bits (threefry_seed's low word): the mask is -1 "
                            "in 32 bits, as x32 JAX traces it")
-                return True
-        return False
+                return Outcome.REWROTE
+        return Outcome.NO_MATCH
 
 
 def is_seed_split(shift: ir.Operation) -> bool:

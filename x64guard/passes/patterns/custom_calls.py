@@ -16,7 +16,7 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
-from x64guard.passes.driver import OpContext, RewritePattern
+from x64guard.passes.driver import OpContext, Outcome, RewritePattern
 from x64guard.passes.tables import DTYPE_NAMED_COMPUTATIONS, CustomCallPolicy, custom_call_policy
 
 _KEEP_64 = "keep this module in 64 bits (mode='allow')"
@@ -44,21 +44,21 @@ def wide_operands_and_results(op: ir.Operation, ctx: OpContext) -> list[str]:
 class NarrowCustomCall(RewritePattern):
     op_names = frozenset({"stablehlo.custom_call"})
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         wide = wide_operands_and_results(op, ctx)
         if not wide:
-            return False
+            return Outcome.NO_MATCH
         target = custom_call_target(op)
         policy, renamed = custom_call_policy(target)
         op_name = f"stablehlo.custom_call @{target}"
         what = ", ".join(wide[:4]) + (f" and {len(wide) - 4} more" if len(wide) > 4 else "")
         if policy is CustomCallPolicy.TYPE_GENERIC:
             _rename_dtype_named_computations(op, target, ctx)
-            return True
+            return Outcome.REWROTE
         if policy is CustomCallPolicy.RENAMED:
             ctx.report(Kind.CUSTOM_CALL_RENAMED, Severity.INFO, f"@{target} -> @{renamed}", op_name=op_name)
             ctx.rewriter.set_attribute(op, "call_target_name", ir.StringAttr.get(renamed))
-            return True
+            return Outcome.REWROTE
         if policy is CustomCallPolicy.HOST_CALLBACK:
             ctx.report(Kind.CUSTOM_CALL, Severity.ERROR,
                        f"custom_call @{target} is a host callback (jax.pure_callback, io_callback, "
@@ -66,19 +66,19 @@ class NarrowCustomCall(RewritePattern):
                       "narrowed, the Python function would receive and return 32-bit buffers it was not "
                       "traced for. Use x64guard.jit(f), which traces the callback at 32 bits, or "
                       f"{_KEEP_64}", op_name=op_name)
-            return True
+            return Outcome.REWROTE
         if policy is CustomCallPolicy.COMPILED_KERNEL:
             ctx.report(Kind.CUSTOM_CALL, Severity.ERROR,
                        f"custom_call @{target} runs a kernel compiled for the types it was traced with: "
                       f"{what}; narrowing would hand it 32-bit buffers. Trace the kernel with 32-bit "
                       f"inputs (x64 off, or x64guard.jit), or {_KEEP_64}", op_name=op_name)
-            return True
+            return Outcome.REWROTE
         ctx.report(Kind.CUSTOM_CALL, Severity.ERROR,
                    f"custom_call @{target} has 64-bit types, {what}, and x64guard does not know a 32-bit "
                   f"version of it; {_KEEP_64}, or add the target to x64guard's custom_call table "
                   "(x64guard/passes/tables.py) if its kernel works on any element type",
                   op_name=op_name)
-        return True
+        return Outcome.REWROTE
 
 
 def _rename_dtype_named_computations(op: ir.Operation, target: str, ctx: OpContext) -> None:

@@ -20,7 +20,8 @@ from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
 from x64guard.passes.constant_io import UnreadableConstant, read_constant
-from x64guard.passes.driver import OpContext, RewritePattern
+from x64guard.passes.driver import OpContext, Outcome, RewritePattern
+from x64guard.passes.ir_queries import read_attribute
 from x64guard.passes.patterns.constants import narrow_and_write
 from x64guard.passes.tables import CONSTANT_OPS, DtypeConstant, dtype_constant
 from x64guard.passes.values import substitute_dtype_constants
@@ -31,33 +32,30 @@ _FLOAT64_ELEMENTS = frozenset({"f64", "complex<f64>"})
 class ReplaceDtypeConstants(RewritePattern):
     op_names = CONSTANT_OPS
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         old_type = ctx.result_types[0]
         if ctx.converter.element_spelling(old_type) not in _FLOAT64_ELEMENTS:
-            return False
+            return Outcome.NO_MATCH
         new_type = ctx.converter.convert(old_type)
-        try:
-            attr = op.attributes["value"]
-        except TypeError:  # complex dense attributes: read from their printed form below
-            attr = None
+        attr = read_attribute(op, "value")  # None for complex dense attributes: read from their printed form below
         if isinstance(attr, ir.DenseFPElementsAttr) and attr.is_splat or isinstance(attr, ir.FloatAttr):
             value = attr.get_splat_value().value if isinstance(attr, ir.DenseFPElementsAttr) else attr.value
             row = dtype_constant(value)
             if row is None:
-                return False
+                return Outcome.NO_MATCH
             values, splat, hits = np.array(row.narrow), True, {row: 1}
         else:
             try:
                 wide_values, splat = read_constant(op, old_type)
             except UnreadableConstant:
-                return False  # NarrowConstant reports it
+                return Outcome.NO_MATCH  # NarrowConstant reports it
             values, hits = substitute_dtype_constants(wide_values)
             if not hits:
-                return False
+                return Outcome.NO_MATCH
         for row in hits:
             _report(ctx, row)
         narrow_and_write(op, ctx, values, splat, new_type)
-        return True
+        return Outcome.REWROTE
 
 
 def _report(ctx: OpContext, row: DtypeConstant) -> None:

@@ -14,7 +14,8 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
-from x64guard.passes.driver import OpContext, RewritePattern
+from x64guard.passes.driver import OpContext, Outcome, RewritePattern
+from x64guard.passes.ir_queries import read_attribute
 from x64guard.passes.tables import CHECK_DIALECT_OPS, CONSTANT_OPS, never_has_type_attributes
 
 _MISSING = object()
@@ -39,7 +40,7 @@ class ConvertOpTypes(RewritePattern):
         ctx.run.op_info[name] = info
         return info
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         run = ctx.run
         name = ctx.name
         info = run.op_info.get(name) or self._learn(op, name, ctx)
@@ -81,7 +82,7 @@ class ConvertOpTypes(RewritePattern):
             ctx.report(Kind.UNKNOWN_OP, Severity.WARNING,
                        f"{name} is an op x64guard does not know: its types were narrowed generically. If its "
                        "meaning depends on bit widths, keep this module in 64 bits (mode='allow')")
-        return True
+        return Outcome.REWROTE
 
 
 def _convert_results(op: ir.Operation, ctx: OpContext, result_types) -> list[ir.Type] | None:
@@ -101,14 +102,10 @@ def _has_wide_operand(op: ir.Operation, ctx: OpContext) -> bool:
 
 
 def _convert_type_attributes(op: ir.Operation, ctx: OpContext, olds: list[ir.Type]) -> list[ir.Type]:
-    attributes = op.attributes
-    for attr_name in list(attributes):
-        try:
-            attr = attributes[attr_name]
-        except TypeError:
-            # Dense attributes the bindings cannot cast (complex elements: "Can't cast
-            # unknown element type DenseTypedElementsAttr") are never TypeAttrs.
-            continue
+    for attr_name in list(op.attributes):
+        # None: dense attributes the bindings cannot cast (complex elements: "Can't cast
+        # unknown element type DenseTypedElementsAttr"), which are never TypeAttrs.
+        attr = read_attribute(op, attr_name)
         if not isinstance(attr, ir.TypeAttr):
             continue
         old = attr.value

@@ -19,7 +19,7 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
-from x64guard.passes.driver import OpContext
+from x64guard.passes.driver import OpContext, Outcome
 from x64guard.passes.idioms import IdiomPattern
 from x64guard.passes.matching import element_spelling, producer, splat_value, users
 from x64guard.passes.tables import HALF_SIGNIFICAND_MASKS
@@ -44,15 +44,15 @@ class HalfSignificandMask(IdiomPattern):
     op_names = frozenset({"stablehlo.and"})
     result_elements = frozenset({"ui64"})
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         wide, narrow = HALF_SIGNIFICAND_MASKS
         bits, mask = op.operands
         if splat_value(mask) != wide:
             bits, mask = mask, bits
         if splat_value(mask) != wide or not _float64_bits(bits) or not _read_as_float64(op):
-            return False
+            return Outcome.NO_MATCH
         self.replace_constants(ctx, [(op, mask)], "ui64", lambda _: narrow)
         ctx.report(Kind.DTYPE_CONSTANT, Severity.INFO,
                    f"the mask that keeps the high half of a float64's significand ({wide:#x}, jax 0.12's "
                    f"split of x**2 in erf-family functions) made float32's ({narrow:#x}), as x32 JAX traces it")
-        return True
+        return Outcome.REWROTE

@@ -19,7 +19,7 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo
 
 from x64guard.findings import Kind, Severity
-from x64guard.passes.driver import OpContext
+from x64guard.passes.driver import OpContext, Outcome
 from x64guard.passes.idioms import IdiomPattern
 from x64guard.passes.matching import element_spelling, producer, splat_value, users
 from x64guard.passes.tables import HYPOT_SCALES
@@ -40,27 +40,27 @@ class HypotScale(IdiomPattern):
     op_names = frozenset({"stablehlo.compare"})
     result_elements = frozenset({"i1"})
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         high, low = HYPOT_SCALES["high"], HYPOT_SCALES["low"]
         m, bound = op.operands
         if _direction(op) != "GE" or element_spelling(m.type) != "f64" or splat_value(bound) != high[0]:
-            return False
+            return Outcome.NO_MATCH
         if not _is_max_of_abs(m):
-            return False
+            return Outcome.NO_MATCH
         lows = [u for u in users(m) if u.name == "stablehlo.compare" and u.operands[0] == m
                 and _direction(u) == "LE" and splat_value(u.operands[1]) == low[0]]
         if len(lows) != 1:
-            return False
+            return Outcome.NO_MATCH
         scale_uses = _scale_uses(op.results[0], lows[0].results[0])
         if not scale_uses:
-            return False
+            return Outcome.NO_MATCH
         uses = [(op, bound), (lows[0], lows[0].operands[1]), *scale_uses]
         x32_value = {wide: narrow for wide, narrow in HYPOT_SCALES.values()}
         self.replace_constants(ctx, uses, "f64", x32_value.__getitem__)
         ctx.report(Kind.DTYPE_CONSTANT, Severity.INFO,
                    "hypot's power-of-two rescaling for float64 (2**511, 2**-26, 2**-537, 2**537) made x32 JAX's "
                    "for float32 (2**63, 2**-12, 2**-75, 2**75)")
-        return True
+        return Outcome.REWROTE
 
 
 def _scale_uses(high: ir.Value, low: ir.Value) -> list[tuple[ir.Operation, ir.Value]]:

@@ -19,7 +19,7 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo
 
 from x64guard.findings import Kind, Severity
-from x64guard.passes.driver import OpContext, RewritePattern
+from x64guard.passes.driver import OpContext, Outcome, RewritePattern
 
 
 def is_whole_array_scatter(op: ir.Operation) -> bool:
@@ -55,11 +55,11 @@ def _returns_update(op: ir.Operation) -> bool:
 class FoldWholeArrayScatter(RewritePattern):
     op_names = frozenset({"stablehlo.scatter"})
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         if not is_whole_array_scatter(op):
-            return False
+            return Outcome.NO_MATCH
         ctx.rewriter.forward_operand(op, 2)
         ctx.report(Kind.IDENTITY_FOLDED, Severity.INFO,
                    "a scatter with no indices whose update covers the whole array and whose combiner returns the "
                    "update is the update itself: folded (exact), as x32 JAX's trace has no scatter there")
-        return False  # the generic rule still narrows its types (the op is erased after the walk)
+        return Outcome.NO_MATCH  # the generic rule still narrows its types (the op is erased after the walk)

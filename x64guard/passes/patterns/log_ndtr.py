@@ -18,7 +18,7 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo
 
 from x64guard.findings import Kind, Severity
-from x64guard.passes.driver import OpContext
+from x64guard.passes.driver import OpContext, Outcome
 from x64guard.passes.idioms import IdiomPattern
 from x64guard.passes.matching import element_spelling, splat_value, users
 from x64guard.passes.tables import LOG_NDTR_SEGMENTS
@@ -59,11 +59,11 @@ class LogNdtrSegments(IdiomPattern):
     op_names = frozenset({"stablehlo.compare"})
     result_elements = frozenset({"i1"})
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         lower, upper = LOG_NDTR_SEGMENTS["lower"][0], LOG_NDTR_SEGMENTS["upper"][0]
         x, bound = op.operands
         if _direction(op) != "GT" or element_spelling(x.type) != "f64" or splat_value(bound) != upper:
-            return False
+            return Outcome.NO_MATCH
         lower_compares = [(c, v) for c, v in _uses_with(x, "stablehlo.compare", lower)
                           if _direction(c) == "GT" and c.operands[0] == x]
         clamped_up = [(m, v) for m, v in _uses_with(x, "stablehlo.maximum", lower)
@@ -71,10 +71,10 @@ class LogNdtrSegments(IdiomPattern):
         clamped_down = [(m, v) for m, v in _uses_with(x, "stablehlo.minimum", lower)
                         if _reaches(m.results[0], frozenset({"chlo.square"}), 1)]
         if not (lower_compares and clamped_up and clamped_down):
-            return False
+            return Outcome.NO_MATCH
         x32_value = {wide: narrow for wide, narrow in LOG_NDTR_SEGMENTS.values()}
         self.replace_constants(ctx, [(op, bound), *lower_compares, *clamped_up, *clamped_down], "f64",
                                x32_value.__getitem__)
         ctx.report(Kind.DTYPE_CONSTANT, Severity.INFO,
                    "log_ndtr's switch points for float64 (-20, 8) made x32 JAX's for float32 (-10, 5)")
-        return True
+        return Outcome.REWROTE

@@ -19,7 +19,7 @@ from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
 from x64guard.passes.constant_io import UnreadableConstant, read_constant
-from x64guard.passes.driver import OpContext, RewritePattern
+from x64guard.passes.driver import OpContext, Outcome, RewritePattern
 from x64guard.passes.matching import producer
 from x64guard.passes.patterns.custom_calls import custom_call_target
 from x64guard.passes.tables import (HOST_CALLBACK_CUSTOM_CALLS, NEURON_COMPLEX64_OPS, NEURON_CUSTOM_CALLS,
@@ -176,7 +176,7 @@ class NeuronRules(RewritePattern):
         return rule
 
     # --- the walk -------------------------------------------------------------------------
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         name = ctx.name
         spelling = ctx.converter.spelling
         spelled = [spelling(t) for t in ctx.result_types]
@@ -203,7 +203,7 @@ class NeuronRules(RewritePattern):
                 # An op without the regions or attributes its definition gives it (text
                 # parsed without verification): its rule cannot judge it; never a crash.
                 pass
-        return False
+        return Outcome.NO_MATCH
 
     # --- the rules, per op --------------------------------------------------------------
     def _constant(self, op: ir.Operation, ctx: OpContext) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
-from x64guard.passes.driver import OpContext, RewritePattern
+from x64guard.passes.driver import OpContext, Outcome, RewritePattern
 from x64guard.passes.patterns.custom_calls import custom_call_target
 from x64guard.passes.tables import TargetProfile
 
@@ -21,7 +21,7 @@ class ReportComplexTypes(RewritePattern):
     def __init__(self, profile: TargetProfile) -> None:
         self._profile = profile
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         spelling = ctx.converter.spelling
         types = list(ctx.result_types)
         if len(op.regions):
@@ -30,7 +30,7 @@ class ReportComplexTypes(RewritePattern):
             ctx.report(Kind.COMPLEX_TYPE, Severity.ERROR,
                        f"complex values are not supported on {self._profile.name}; split them into real and "
                        "imaginary parts (jnp.real/jnp.imag) before this point")
-        return False
+        return Outcome.NO_MATCH
 
 
 class ReportUnknownCustomCalls(RewritePattern):
@@ -41,13 +41,13 @@ class ReportUnknownCustomCalls(RewritePattern):
     def __init__(self, profile: TargetProfile) -> None:
         self._profile = profile
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         target = custom_call_target(op)
         if target not in self._profile.known_custom_calls:
             ctx.report(Kind.CUSTOM_CALL_UNKNOWN, Severity.ERROR,
                        f"custom_call @{target} is not a kernel {self._profile.name} provides; "
                        "the accelerator compiler will reject it", op_name=f"stablehlo.custom_call @{target}")
-        return False  # the narrowing rules still judge the call's types
+        return Outcome.NO_MATCH  # the narrowing rules still judge the call's types
 
 
 def profile_patterns(profile: TargetProfile) -> tuple[RewritePattern, ...]:

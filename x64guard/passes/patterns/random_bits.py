@@ -31,7 +31,7 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo
 
 from x64guard.findings import Kind, Severity
-from x64guard.passes.driver import OpContext
+from x64guard.passes.driver import OpContext, Outcome
 from x64guard.passes.idioms import IdiomPattern
 from x64guard.passes.matching import (convert, dense_values, element_spelling, producer, result_number,
                                       shape_of, splat, splat_value, tensor_type, users)
@@ -118,29 +118,29 @@ class ThreefryWords(IdiomPattern):
     op_names = frozenset({"stablehlo.or"})
     result_elements = frozenset({"ui64"})
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         halves = _joined_halves(op)
         if halves is None:
-            return False
+            return Outcome.NO_MATCH
         hi, lo = halves
         kernel = producer(hi)
         if kernel is None or kernel != producer(lo) or (result_number(hi), result_number(lo)) != (0, 1):
-            return False
+            return Outcome.NO_MATCH
         if not is_threefry_call(kernel, ctx) or not _key_words_in_order(kernel):
-            return False
+            return Outcome.NO_MATCH
         # x32 JAX draws these words from the same call only if its counters are
         # iota_2x32_shape's: the high and low words of each element's linear index.
         shape = shape_of(op.results[0].type)
         if shape is None:
-            return False
+            return Outcome.NO_MATCH
         if not any(_counters_hold(kernel, ctx, high, low) for high, low in _linear_index_words(shape)):
-            return False
+            return Outcome.NO_MATCH
         with ctx.rewriter.insert_before(op):
             word = stablehlo.xor(hi, lo)
         _register_word(op, ctx, word)
         ctx.report(Kind.RNG_WORDS, Severity.INFO,
                   "64-bit random words ((b1 << 32) | b2 of threefry2x32) drawn as x32 JAX draws them (b1 ^ b2)")
-        return True
+        return Outcome.REWROTE
 
 
 def _last_axis_range(op: ir.Operation | None) -> tuple[int, int] | None:
@@ -214,23 +214,23 @@ class ThreefryWordsOriginal(IdiomPattern):
     op_names = frozenset({"stablehlo.or"})
     result_elements = frozenset({"ui64"})
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         halves = _joined_halves(op)
         shape = shape_of(halves[0].type) if halves is not None else None
         if not shape:
-            return False
+            return Outcome.NO_MATCH
         n, axis = shape[-1], len(shape) - 1
         outputs = _halves_of(halves[0], halves[1], n)
         joined = producer(outputs, "stablehlo.concatenate") if outputs is not None else None
         if joined is None or len(joined.operands) != 2 or ir.IntegerAttr(joined.attributes["dimension"]).value != axis:
-            return False
+            return Outcome.NO_MATCH
         kernel = producer(joined.operands[0])
         if kernel is None or kernel != producer(joined.operands[1]) or not is_threefry_call(kernel, ctx) \
                 or [result_number(v) for v in joined.operands] != [0, 1] or not _key_words_in_order(kernel):
-            return False
+            return Outcome.NO_MATCH
         # The counters x64 JAX fed the kernel: iota(2n) split in halves (read, not assumed).
         if not _counters_hold(kernel, ctx, np.arange(n, dtype=np.uint32), np.arange(n, 2 * n, dtype=np.uint32)):
-            return False
+            return Outcome.NO_MATCH
         m = (n + 1) // 2
         lane_type = kernel.operands[2].type
         lane_axis = len(shape_of(lane_type)) - 1
@@ -254,7 +254,7 @@ class ThreefryWordsOriginal(IdiomPattern):
         ctx.report(Kind.RNG_WORDS, Severity.INFO,
                   "64-bit random words (jax_threefry_partitionable=False) drawn as x32 JAX draws them: "
                   "threefry2x32 on x32's counters, one 32-bit word each")
-        return True
+        return Outcome.REWROTE
 
 
 class XlaRandintWords(IdiomPattern):
@@ -268,13 +268,13 @@ class XlaRandintWords(IdiomPattern):
     op_names = frozenset({"stablehlo.remainder"})
     result_elements = frozenset({"ui64"})
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         words, span = op.operands
         generator = producer(words, "stablehlo.rng_bit_generator")
         shape = shape_of(words.type)
         if generator is None or result_number(words) != 1 or element_spelling(words.type) != "ui64" \
                 or shape is None or len(users(words)) != 1 or not _split_for_int64(op):
-            return False
+            return Outcome.NO_MATCH
         pair_type = ir.RankedTensorType.get(shape + [2], ir.Type.parse(_NARROW_WORD))
         ctx.rewriter.retype(generator.results[1], pair_type)
         low_at, high_at = RNG_WORD_PAIR.index("low"), RNG_WORD_PAIR.index("high")
@@ -291,7 +291,7 @@ class XlaRandintWords(IdiomPattern):
         ctx.report(Kind.RNG_RANDINT, Severity.INFO,
                   "torch-xla's integer draw (64-bit words % span) computed in 32 bits: the same words drawn as "
                   "uint32 pairs from the same state, the remainder by long division; exact")
-        return True
+        return Outcome.REWROTE
 
 
 def _split_for_int64(remainder: ir.Operation) -> bool:
@@ -330,10 +330,10 @@ class RbgWideDraw(IdiomPattern):
 
     op_names = frozenset({"stablehlo.rng_bit_generator"})
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         output = op.results[1]
         if element_spelling(output.type) not in _WIDE_WORDS:
-            return False
+            return Outcome.NO_MATCH
         ctx.rewriter.retype(output, tensor_type(output.type, _NARROW_WORD))
         with ctx.rewriter.insert_after(op):
             wide = convert(output, "ui64")
@@ -342,7 +342,7 @@ class RbgWideDraw(IdiomPattern):
         ctx.report(Kind.RNG_DRAW, Severity.INFO,
                   "64-bit words of rng_bit_generator drawn as 32-bit words from the same state, as the 32-bit "
                   "programs draw them (jax.random rbg keys, torch-xla)")
-        return True
+        return Outcome.REWROTE
 
 
 class ReshapedRandomWords(IdiomPattern):
@@ -353,14 +353,14 @@ class ReshapedRandomWords(IdiomPattern):
     result_elements = frozenset({"ui64"})
     follows_earlier_rules = True
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         word = random_word(op.operands[0], ctx)
         if word is None:
-            return False
+            return Outcome.NO_MATCH
         with ctx.rewriter.insert_before(op):
             reshaped = stablehlo.reshape(tensor_type(op.results[0].type, _NARROW_WORD), word)
         _register_word(op, ctx, reshaped)
-        return True
+        return Outcome.REWROTE
 
 
 def random_word(value: ir.Value, ctx: OpContext) -> ir.Value | None:
@@ -377,12 +377,12 @@ class JaxFloatsFromBits(IdiomPattern):
     result_elements = frozenset({"f64"})
     follows_earlier_rules = True
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         if element_spelling(op.results[0].type) != "f64" or element_spelling(op.operands[0].type) != "ui64":
-            return False
+            return Outcome.NO_MATCH
         ored = producer(op.operands[0], "stablehlo.or")
         if ored is None:
-            return False
+            return Outcome.NO_MATCH
         (shift_64, shift_32), (one_64, one_32) = RNG_IDIOMS["float_shift"], RNG_IDIOMS["float_one_bits"]
         for shifted, one in (tuple(ored.operands), tuple(reversed(list(ored.operands)))):
             shift = producer(shifted, "stablehlo.shift_right_logical")
@@ -400,8 +400,8 @@ class JaxFloatsFromBits(IdiomPattern):
             ctx.report(Kind.RNG_FLOATS, Severity.INFO,
                       "float64 uniform bits (w >> 12 | bits of 1.0) built as x32 JAX builds float32 ones "
                       "(w >> 9 | 0x3F800000)")
-            return True
-        return False
+            return Outcome.REWROTE
+        return Outcome.NO_MATCH
 
 
 class XlaFloatsFromBits(IdiomPattern):
@@ -413,21 +413,21 @@ class XlaFloatsFromBits(IdiomPattern):
     result_elements = frozenset({"f64"})
     follows_earlier_rules = True
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         if element_spelling(op.results[0].type) != "f64":
-            return False
+            return Outcome.NO_MATCH
         shift = producer(op.operands[0], "stablehlo.shift_right_logical")
         (shift_64, shift_32), (scale_64, scale_32) = RNG_IDIOMS["float_shift"], RNG_IDIOMS["float_scale"]
         if shift is None or splat_value(shift.operands[1]) != shift_64:
-            return False
+            return Outcome.NO_MATCH
         word = random_word(shift.operands[0], ctx)
         scaled = users(op.results[0])
         if word is None or len(scaled) != 1 or scaled[0].name != "stablehlo.multiply":
-            return False
+            return Outcome.NO_MATCH
         scale = scaled[0]
         factor = [v for v in scale.operands if v != op.results[0]]
         if len(factor) != 1 or splat_value(factor[0]) != scale_64:
-            return False
+            return Outcome.NO_MATCH
         with ctx.rewriter.insert_before(scale):
             mantissa = stablehlo.shift_right_logical(word, splat(word.type, "ui32", shift_32))
             floats = convert(mantissa, "f32")
@@ -437,7 +437,7 @@ class XlaFloatsFromBits(IdiomPattern):
         ctx.report(Kind.RNG_FLOATS, Severity.INFO,
                   "float64 uniforms (convert(w >> 12) * 2**-52) built as the float32 graph builds them "
                   "(convert(w >> 9) * 2**-23)")
-        return True
+        return Outcome.REWROTE
 
 
 class RandintMultiplier(IdiomPattern):
@@ -450,12 +450,12 @@ class RandintMultiplier(IdiomPattern):
     result_elements = frozenset({"ui64"})
     follows_earlier_rules = True
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         wide_half, narrow_half = RNG_IDIOMS["randint_half_word"]
         if element_spelling(op.results[0].type) != "ui64" or splat_value(op.operands[0]) != wide_half:
-            return False
+            return Outcome.NO_MATCH
         if not _mixes_random_words(op, ctx):
-            return False
+            return Outcome.NO_MATCH
         with ctx.rewriter.insert_before(op):
             half = splat(op.operands[0].type, "ui64", narrow_half)
         old = op.operands[0]
@@ -464,7 +464,7 @@ class RandintMultiplier(IdiomPattern):
         ctx.report(Kind.RNG_RANDINT, Severity.INFO,
                   "randint's multiplier 2**32 % span (for 64-bit words) is 2**16 % span, as x32 JAX mixes its "
                   "32-bit words")
-        return True
+        return Outcome.REWROTE
 
 
 def _mixes_random_words(remainder: ir.Operation, ctx: OpContext) -> bool:

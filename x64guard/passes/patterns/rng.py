@@ -6,7 +6,8 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
-from x64guard.passes.driver import OpContext, RewritePattern
+from x64guard.passes.driver import OpContext, Outcome, RewritePattern
+from x64guard.passes.ir_queries import read_attribute
 from x64guard.passes.tables import CONSTANT_OPS, FLOAT64_ONE_BITS
 
 # How far from the 1.0-bits constant the bitcast may be: broadcast_in_dim -> or -> bitcast.
@@ -24,26 +25,23 @@ class RefuseFloat64RandomBits(RewritePattern):
 
     op_names = CONSTANT_OPS
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         if ctx.converter.element_spelling(ctx.result_types[0]) != "ui64":
-            return False
-        try:
-            attr = op.attributes["value"]
-        except TypeError:
-            return False
+            return Outcome.NO_MATCH
+        attr = read_attribute(op, "value")
         if not isinstance(attr, ir.DenseIntElementsAttr) or not attr.is_splat \
                 or attr.get_splat_value().value != FLOAT64_ONE_BITS:
-            return False
+            return Outcome.NO_MATCH
         bitcast = _bitcast_to_f64_downstream(op, ctx)
         if bitcast is None:
-            return False
+            return Outcome.NO_MATCH
         ctx.report(Kind.RNG_BITS, Severity.ERROR,
                    "float64 numbers built from 64-bit words (mantissa or-ed with the bits of 1.0, bitcast to "
                   "f64) whose source x64guard cannot trace to a random generator it knows (jax.random's "
                   "threefry or rbg draws are rewritten as x32 JAX draws them): narrowed, the result would be "
                    "garbage. Build them from 32-bit words (float32), or keep this module in 64 bits (mode='allow')",
                    at=bitcast)
-        return True
+        return Outcome.REWROTE
 
 
 def _bitcast_to_f64_downstream(op: ir.Operation, ctx: OpContext) -> ir.Operation | None:
@@ -97,24 +95,24 @@ class RefuseWideRandomWords(RewritePattern):
 
     op_names = frozenset({"stablehlo.shift_left"})
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         if ctx.converter.element_spelling(ctx.result_types[0]) not in ("ui64", "i64"):
-            return False
+            return Outcome.NO_MATCH
         widened = op.operands[0].owner
         if isinstance(widened, ir.Block) or widened.operation.name != "stablehlo.convert":
-            return False
+            return Outcome.NO_MATCH
         if ctx.converter.element_spelling(widened.operation.operands[0].type) not in ("ui32", "i32"):
-            return False
+            return Outcome.NO_MATCH
         kernel = _call_behind(widened.operation.operands[0])
         if kernel is None:
-            return False
+            return Outcome.NO_MATCH
         callee = ir.FlatSymbolRefAttr(kernel.attributes["callee"]).value
         if _bitcast_to_f64_downstream(op, ctx) is not None:
-            return True  # float64 sampling: reported once, at its bitcast, by RefuseFloat64RandomBits
+            return Outcome.REWROTE  # float64 sampling: reported once, at its bitcast, by RefuseFloat64RandomBits
         ctx.report(Kind.RNG_BITS, Severity.ERROR,
                    f"64-bit words assembled from @{callee}'s 32-bit outputs ((hi << 32) | lo), and x64guard could "
                   f"not prove from its body and operands that @{callee} is jax.random's Threefry-2x32 on "
                   "jax.random's counters (the only words it knows how x32 JAX draws): narrowed, the high word "
                   "would be dropped. Ask for 32-bit words (dtype=jnp.uint32) here, or keep this module in 64 bits "
                   "(mode='allow')")
-        return True
+        return Outcome.REWROTE

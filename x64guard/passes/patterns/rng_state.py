@@ -12,7 +12,7 @@ the target profile decides (`TargetProfile.rng_state`):
   convert to its narrowed type (the value narrowing would have computed).
 * refuse: every draw from such a state is an `rng-state` error.
 
-`KeepRngState` (a rule of the idiom phase, anchored at the module) decides for all
+`KeepRngState` (a rule of the idiom phase, anchored at the first generator) decides for all
 generators at once, since draws can share their seed arithmetic; `KeepStateSignature`
 (a rule of the narrowing walk) keeps the 64-bit seed parameters and state results of
 public functions in their signature.
@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
-from x64guard.passes.driver import KEEP_TYPES, OpContext, RewritePattern, walk
+from x64guard.passes.driver import OpContext, Outcome, RewritePattern
 from x64guard.passes.idioms import IdiomPattern
-from x64guard.passes.matching import element_spelling
-from x64guard.passes.tables import NARROW_ELEMENT_TYPE, RNG_STATE_REFUSE
+from x64guard.passes.ir_queries import is_wide
+from x64guard.passes.tables import RNG_STATE_REFUSE
 
 # Ops the state and its seed are built from (JAX: bitcast, reshape; torch-xla: the LCG's
 # multiply and add, convert, reshape, concatenate with a constant).
@@ -41,10 +41,6 @@ _STATE_OPS = frozenset({
 
 def _users(value: ir.Value) -> list[ir.Operation]:
     return [use.owner.operation if hasattr(use.owner, "operation") else use.owner for use in value.uses]
-
-
-def _wide(t: ir.Type) -> bool:
-    return element_spelling(t) in NARROW_ELEMENT_TYPE
 
 
 @dataclass
@@ -74,7 +70,7 @@ def _collect_backward(value: ir.Value, chain: _Chain, seen: set) -> None:
     stack = [value]
     while stack and chain.problem is None:
         value = stack.pop()
-        if value in seen or not _wide(value.type):
+        if value in seen or not is_wide(value.type):
             continue
         seen.add(value)
         owner = value.owner
@@ -100,25 +96,16 @@ class KeepRngState(IdiomPattern):
 
     op_names = frozenset({"stablehlo.rng_bit_generator"})
 
-    def match_and_rewrite(self, first: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, first: ir.Operation, ctx: OpContext) -> Outcome:
         idioms, run = ctx.idioms, ctx.run
         if idioms.state_decided:
-            return False
+            return Outcome.NO_MATCH
         idioms.state_decided = True
-        module = idioms.module
-        generators: list[tuple[ir.Operation, str]] = []
-        function = ["?"]
-
-        def visit(op: ir.Operation) -> ir.WalkResult:
-            if op.name == "func.func":
-                function[0] = _name(op)
-            elif op.name == "stablehlo.rng_bit_generator" and _wide(op.operands[0].type):
-                generators.append((op, function[0]))
-            return ir.WalkResult.ADVANCE
-
-        walk(module.operation, visit)
+        # Every generator is an anchor of this rule: the phase found them all in the one walk.
+        generators = [(op, function) for op, function, _ in idioms.anchored
+                      if op.name == "stablehlo.rng_bit_generator" and is_wide(op.operands[0].type)]
         if not generators:
-            return False
+            return Outcome.NO_MATCH
         chain, seen = _Chain(), set()
         for generator, function_name in generators:
             _collect_backward(generator.operands[0], chain, seen)
@@ -129,7 +116,7 @@ class KeepRngState(IdiomPattern):
                            "default threefry keys, or keep this module in 64 bits (mode='allow')",
                            at=op or generator, op_name="stablehlo.rng_bit_generator", function=function_name)
                 run.claimed_ops.update(chain.ops | {generator})
-                return True
+                return Outcome.REWROTE
             chain.ops.add(generator)
         if ctx.profile.rng_state == RNG_STATE_REFUSE:
             for generator, function_name in generators:
@@ -141,7 +128,7 @@ class KeepRngState(IdiomPattern):
             # One rng-state error says it all: no bitcast-width noise from the state's bitcasts.
             run.claimed_ops.update(chain.ops)
             run.claimed_ops.update(user for op in chain.ops for result in op.results for user in _users(result))
-            return True
+            return Outcome.REWROTE
         kept_results = self._close_forward(chain, generators, ctx)
         if chain.problem is not None:
             op, why = chain.problem
@@ -149,7 +136,7 @@ class KeepRngState(IdiomPattern):
                        f"the RNG state cannot be kept: {why}; keep this module in 64 bits (mode='allow')", at=op,
                        function=generators[-1][1])
             run.claimed_ops.update(chain.ops)
-            return True
+            return Outcome.REWROTE
         run.kept_ops.update(chain.ops)
         for name in set(chain.arguments) | set(kept_results):
             idioms.kept_signatures[name] = (frozenset(chain.arguments.get(name, ())),
@@ -159,7 +146,7 @@ class KeepRngState(IdiomPattern):
                        f"the RNG state ({generator.operands[0].type}, XLA's RngBitGenerator state) and the arithmetic "
                        f"that builds it stay 64-bit: the {ctx.profile.name} target keeps it, and the draws are "
                        "the 32-bit programs' draws from the same state", at=generator, function=function_name)
-        return True
+        return Outcome.REWROTE
 
     @staticmethod
     def _close_forward(chain: _Chain, generators: list[tuple[ir.Operation, str]],
@@ -168,8 +155,8 @@ class KeepRngState(IdiomPattern):
         functions' results that stay 64-bit. The new state a generator returns may flow
         on as state (reshaped, returned); the seed arithmetic only feeds generators."""
         kept_results: dict[str, set[int]] = {}
-        seen = {r for op in chain.ops for r in op.results if _wide(r.type)}
-        arguments = {v for op in chain.ops for v in op.operands if isinstance(v.owner, ir.Block) and _wide(v.type)}
+        seen = {r for op in chain.ops for r in op.results if is_wide(r.type)}
+        arguments = {v for op in chain.ops for v in op.operands if isinstance(v.owner, ir.Block) and is_wide(v.type)}
         seen |= arguments
         new_states = {generator.results[0] for generator, _ in generators}
         worklist = list(seen)
@@ -178,8 +165,8 @@ class KeepRngState(IdiomPattern):
             for user in dict.fromkeys(_users(value)):  # each user once, in order
                 if user in chain.ops or user in ctx.run.claimed_ops:
                     continue
-                wide_results = [r for r in user.results if _wide(r.type)]
-                reads_kept_only = all(v in seen or not _wide(v.type) for v in user.operands)
+                wide_results = [r for r in user.results if is_wide(r.type)]
+                reads_kept_only = all(v in seen or not is_wide(v.type) for v in user.operands)
                 if user.name == "func.return":
                     function = _function_of(user.block)
                     if function is not None and _is_public(function) and user.block == function.regions[0].blocks[0]:
@@ -214,7 +201,7 @@ class KeepStateSignature(RewritePattern):
 
     def match_and_rewrite(self, op: ir.Operation, ctx: OpContext):
         if ctx.idioms is None or ctx.function not in ctx.idioms.kept_signatures:
-            return False
+            return Outcome.NO_MATCH
         kept_arguments, kept_results = ctx.idioms.kept_signatures[ctx.function]
         convert = ctx.converter.convert
         olds: list[ir.Type] = []
@@ -236,4 +223,4 @@ class KeepStateSignature(RewritePattern):
             ctx.rewriter.set_attribute(op, "function_type", ir.TypeAttr.get(new_type))
         if olds:
             ctx.run.store.record_narrowed(op.name, ctx.function, olds, op.location)
-        return KEEP_TYPES
+        return Outcome.KEEP_TYPES

@@ -32,7 +32,7 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
-from x64guard.passes.driver import OpContext, RewritePattern
+from x64guard.passes.driver import OpContext, Outcome, RewritePattern
 from x64guard.passes.matching import dense_values, producer, splat_value
 from x64guard.passes.patterns.counters import counter_split, is_seed_split
 
@@ -68,12 +68,12 @@ def differs_in_x32(name: str, amount: int) -> bool:
 class WarnShiftByWidth(RewritePattern):
     op_names = _SHIFTS
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         if ctx.converter.convert(ctx.result_types[0]) is None:
-            return False
+            return Outcome.NO_MATCH
         amounts = shift_amounts(op.operands[1])
         if not amounts or max(amounts) < _NARROW:
-            return False
+            return Outcome.NO_MATCH
         if counter_split(op) is not None:
             ctx.report(Kind.RNG_COUNTERS, Severity.INFO,
                        "iota_2x32_shape's uint64 counter split (below 2**32 elements): narrowed, the high word is 0 "
@@ -107,7 +107,7 @@ class WarnShiftByWidth(RewritePattern):
                        f"shift by {_NARROW} of a 64-bit integer becomes a shift by the full width of "
                        "a 32-bit integer: every bit is shifted out (as JAX computes it with x64 off). If this "
                        "code splits or joins 64-bit words, keep it in 64 bits (mode='allow')")
-        return False
+        return Outcome.NO_MATCH
 
 
 def _sole_use_constant(value: ir.Value) -> ir.Operation | None:
@@ -135,9 +135,9 @@ class WidthDependentCount(RewritePattern):
 
     op_names = frozenset({"stablehlo.count_leading_zeros", "stablehlo.popcnt"})
 
-    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> bool:
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
         if ctx.converter.convert(ctx.result_types[0]) is None:
-            return False
+            return Outcome.NO_MATCH
         what = ctx.name.removeprefix("stablehlo.")
         if ctx.run.jax_origin:
             ctx.report(Kind.WIDTH_DEPENDENT_OP, Severity.INFO,
@@ -147,4 +147,4 @@ class WidthDependentCount(RewritePattern):
                        f"{what} of a 64-bit integer counts 32 bits once narrowed (clz(1) is 63 at 64 bits, 31 "
                        "at 32): the result differs from the 64-bit program's for every input. If the count "
                        "of 64 bits is meant, keep this code in 64 bits (mode='allow')")
-        return False
+        return Outcome.NO_MATCH

@@ -1,0 +1,47 @@
+"""Three questions the package asks of MLIR objects, answered once.
+
+`is_wide` (is this type one x64guard narrows?), `read_attribute` (an attribute the
+bindings may not be able to hand to Python) and `main_function` (a module's @main).
+"""
+
+from __future__ import annotations
+
+from jax.extend.mlir import ir
+
+from x64guard.passes.tables import NARROW_ELEMENT_TYPE
+
+
+def element_type(t: ir.Type) -> ir.Type:
+    """The element type of a shaped type (tensor, vector, memref); any other type itself."""
+    return t.element_type if isinstance(t, ir.ShapedType) else t
+
+
+def is_wide(t: ir.Type) -> bool:
+    """Is `t` a 64-bit element type x64guard narrows (i64, si64, ui64, f64, complex<f64>), or
+    a shaped type of one? Tuples and function types are not looked into (the type
+    converter rebuilds those: `TypeConverter.convert(t) is not None`)."""
+    return str(element_type(t)) in NARROW_ELEMENT_TYPE
+
+
+def read_attribute(op: ir.Operation | ir.OpView, name: str) -> ir.Attribute | None:
+    """`op.attributes[name]`, or None when the op has no such attribute or the bindings
+    cannot hand it over: they downcast attributes to their Python classes and raise
+    TypeError for some (dense attributes of complex elements, "Can't cast"; attributes of
+    dialects the bindings do not know). Such an attribute is read from the op's text."""
+    try:
+        return op.attributes[name]
+    except (KeyError, TypeError):
+        return None
+
+
+def main_function(module: ir.Module) -> ir.Operation | None:
+    """The module's `func.func @main` (the entry point JAX, torch-xla and jax.export use),
+    or None when it has none."""
+    for op in module.body.operations:
+        operation = op.operation
+        if operation.name != "func.func":
+            continue
+        sym_name = read_attribute(operation, "sym_name")
+        if sym_name is not None and ir.StringAttr(sym_name).value == "main":
+            return operation
+    return None
