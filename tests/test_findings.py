@@ -24,9 +24,6 @@ _LITERAL_KIND = re.compile(r"(?:\bFinding|_refusal)\(\s*\"([a-z0-9-]+)\"")
 # members; the integrator empties this at merge). Paths relative to the repository root.
 NOT_YET_CONVERTED: dict[str, str] = {
     "x64guard/jax.py": "Finding(\"input-out-of-range\", ...), trace-differs, callback-result-out-of-range",
-    "x64guard/torch_xla.py": "Finding(\"input-out-of-range\"/\"integer-overflow\"/\"sync-pending\"), _refusal(...)",
-    "x64guard/_torch_xla_mixed.py": "Finding(\"cpu-part\", ...)",
-    "x64guard/_torch_xla_outside.py": "Finding(\"outside-graph\"/\"lazy-read\", ...)",
 }
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 import torch_xla
 
-from x64guard.passes.tables import NARROW_TORCH_DTYPE
+from x64guard.passes.tables import NARROW_TORCH_DTYPE, TORCH_JAX_DTYPE, TORCH_MLIR_ELEMENT
 
 
 BACKEND_NAME = "x64guard"
@@ -15,6 +15,12 @@ BACKEND_NAME = "x64guard"
 NARROW_DTYPE: dict[torch.dtype, torch.dtype] = {
     getattr(torch, wide): getattr(torch, narrow) for wide, narrow in NARROW_TORCH_DTYPE.items()}
 _INTEGER_NARROW = {wide for wide in NARROW_DTYPE if not (wide.is_floating_point or wide.is_complex)}
+# The MLIR element type torch-xla lowers each torch dtype to, and the JAX dtype holding the
+# same values (torch-xla's calls into JAX): the core's type table, keyed by torch dtype.
+MLIR_ELEMENT: dict[torch.dtype, str] = {
+    getattr(torch, name): mlir for name, mlir in TORCH_MLIR_ELEMENT.items() if hasattr(torch, name)}
+JAX_DTYPE_NAME: dict[torch.dtype, str] = {
+    getattr(torch, name): jax_name for name, jax_name in TORCH_JAX_DTYPE.items() if hasattr(torch, name)}
 
 # How many times x64guard traced and narrowed a graph, built a program, and ran one.
 _COUNTERS = {"traces": 0, "programs": 0, "programs_shared": 0, "calls": 0, "boundary_casts": 0}

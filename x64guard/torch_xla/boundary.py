@@ -15,7 +15,7 @@ import torch
 from x64guard.errors import X64GuardError
 from x64guard.findings import Finding, Kind, Severity
 from x64guard.torch_xla import _private as _xc
-from x64guard.torch_xla.base import _COUNTERS, _INTEGER_NARROW, NARROW_DTYPE, _device
+from x64guard.torch_xla.base import _COUNTERS, _INTEGER_NARROW, JAX_DTYPE_NAME, NARROW_DTYPE, _device
 from x64guard.torch_xla.program import _Program
 
 
@@ -177,10 +177,6 @@ def _narrow_on_device(x: torch.Tensor, dtype: torch.dtype, path: str, device: st
     return narrowed
 
 
-_TORCH_TO_JAX = {torch.int64: "int64", torch.uint64: "uint64", torch.float64: "float64",
-                 torch.complex128: "complex128", torch.int32: "int32", torch.uint32: "uint32",
-                 torch.float32: "float32", torch.complex64: "complex64"}
-
 
 @functools.lru_cache(maxsize=512)
 def _boundary_program(shape: tuple, wide: torch.dtype, narrow: torch.dtype, checked: bool) -> "_Program":
@@ -192,7 +188,7 @@ def _boundary_program(shape: tuple, wide: torch.dtype, narrow: torch.dtype, chec
 
     from x64guard import _compat
 
-    target = jnp.dtype(_TORCH_TO_JAX[narrow])
+    target = jnp.dtype(JAX_DTYPE_NAME[narrow])
 
     def cast(v):
         if checked:
@@ -200,7 +196,7 @@ def _boundary_program(shape: tuple, wide: torch.dtype, narrow: torch.dtype, chec
         return (v.astype(target),)
 
     with _compat.x64_enabled():
-        text = jax.jit(cast).lower(jax.ShapeDtypeStruct(shape, jnp.dtype(_TORCH_TO_JAX[wide]))).as_text()
+        text = jax.jit(cast).lower(jax.ShapeDtypeStruct(shape, jnp.dtype(JAX_DTYPE_NAME[wide]))).as_text()
     return _Program(text, [(shape, wide)], _device(), counted=False)
 
 

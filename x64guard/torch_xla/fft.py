@@ -9,15 +9,15 @@ import numpy as np
 import torch
 
 from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla.base import JAX_DTYPE_NAME
 
 _A = torch.ops.aten
 _FFT_OPS = frozenset({_A._fft_c2c.default, _A._fft_r2c.default, _A._fft_c2r.default})
 
 
-_JAX_DTYPES: dict[torch.dtype, str] = {
-    torch.float32: "float32", torch.float64: "float64", torch.complex64: "complex64",
-    torch.complex128: "complex128", torch.bfloat16: "bfloat16", torch.float16: "float16",
-}
+# The dtypes XLA's fft takes (what torch's FFT ops accept on XLA).
+_FFT_DTYPES = frozenset({torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64,
+                         torch.complex128})
 
 
 @functools.lru_cache(maxsize=256)
@@ -64,7 +64,7 @@ def _fft_computation(kind: str, shape: tuple, dtype: str, dims: tuple, normaliza
 
 def _fft(func, x, dim, normalization, third):
     kind = {"_fft_c2c": "c2c", "_fft_r2c": "r2c", "_fft_c2r": "c2r"}[func.overloadpacket.__name__]
-    dtype = _JAX_DTYPES.get(x.dtype)
+    dtype = JAX_DTYPE_NAME.get(x.dtype) if x.dtype in _FFT_DTYPES else None
     if dtype is None:
         raise TypeError(f"x64guard.torch_xla: {func} on {x.dtype} is not supported")
     dims = tuple(int(d) % max(x.dim(), 1) for d in dim)

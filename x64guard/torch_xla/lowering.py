@@ -1,5 +1,6 @@
-"""torch-xla's lowering of a graph read in this process and adapted for the core pass:
-its spelling of erf and of float32 scalar compares, its result dtypes, its RNG seed."""
+"""torch-xla's lowering of a graph read in this process and adapted for the core pass: its
+result dtypes and its RNG seed. (Its spelling of erf and of float32 scalar compares are rules
+of the pass: x64guard/passes/patterns/spellings.py.)"""
 
 from __future__ import annotations
 
@@ -10,94 +11,11 @@ import torch
 
 from x64guard.findings import Kind
 from x64guard.io import modules as xmlir
+from x64guard.passes.ir_queries import main_function
 from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla.base import MLIR_ELEMENT
 from x64guard.torch_xla.failures import _refusal
 from x64guard.torch_xla.rng import RngStateError, RngStates, extract_rng_states
-
-
-def _adapt_spelling(module) -> None:
-    """torch-xla's StableHLO (HLO converted by XLA) spells HLO's `erf` as
-    `stablehlo.custom_call @mhlo.erf`, which the core refuses as an unknown kernel with
-    64-bit operands. It is CHLO's `erf`: written as `chlo.erf`, the core narrows it like
-    any op and it expands for float32 when compiled (JAX's x32 erf). GELU needs it.
-    Rewrites `module` in place."""
-    from jax.extend.mlir import ir
-
-    found: list = []
-    folds: list = []
-
-    def visit(op):
-        if op.name == "stablehlo.custom_call" and "call_target_name" in op.attributes and \
-                ir.StringAttr(op.attributes["call_target_name"]).value == "mhlo.erf" and len(op.operands) == 1:
-            found.append(op)
-        elif op.name == "stablehlo.compare":
-            folds.append(op)
-        return ir.WalkResult.ADVANCE
-
-    with module.context:
-        module.operation.walk(visit)
-        for op in found:
-            with ir.InsertionPoint(op), op.location:
-                erf = ir.Operation.create("chlo.erf", results=[op.results[0].type], operands=[op.operands[0]])
-            op.results[0].replace_all_uses_with(erf.results[0])
-            op.erase()
-        for op in folds:
-            _fold_scalar_compare(op)
-
-
-def _owner(value):
-    owner = value.owner
-    return owner.operation if hasattr(owner, "operation") else owner
-
-
-def _fold_scalar_compare(op) -> None:
-    """torch-xla compares a float32 tensor with a Python float (`torch.rand_like(x) < 0.9`,
-    x64guard's dropout mask) in float64: the tensor converted to f64 against an f64 splat.
-    Eager PyTorch compares in the tensor's dtype (a wrapped scalar takes it: measured,
-    `float32(0.9) < 0.9` is False in eager, True in f64). The compare becomes the float32
-    compare eager computes (the splat rounded as XLA's convert rounds it), so that a
-    float32 model holds no 64-bit type and mode='error' does not refuse it."""
-    from jax.extend.mlir import ir
-
-    operands = list(op.operands)
-    if len(operands) != 2 or str(ir.RankedTensorType(operands[0].type).element_type) != "f64":
-        return
-    narrowed = []
-    for value in operands:
-        source = _owner(value)
-        name = getattr(source, "name", None)
-        if name == "stablehlo.convert" and \
-                str(ir.RankedTensorType(source.operands[0].type).element_type) == "f32":
-            narrowed.append(source.operands[0])
-        elif name == "stablehlo.constant":
-            try:
-                dense = ir.DenseFPElementsAttr(source.attributes["value"])
-            except ValueError:
-                return
-            if not dense.is_splat:
-                return
-            narrowed.append(float(np.float32(dense.get_splat_value().value)))
-        else:
-            return
-    if all(isinstance(v, float) for v in narrowed):
-        return
-    with ir.InsertionPoint(op), op.location:
-        f32 = ir.RankedTensorType.get(ir.RankedTensorType(operands[0].type).shape, ir.F32Type.get())
-        values = [v if not isinstance(v, float) else ir.Operation.create(
-            "stablehlo.constant", results=[f32],
-            attributes={"value": ir.DenseElementsAttr.get_splat(f32, ir.FloatAttr.get(ir.F32Type.get(), v))}).result
-            for v in narrowed]
-    for k, value in enumerate(values):
-        old = _owner(op.operands[k])
-        op.operands[k] = value
-        if not list(old.results[0].uses):
-            old.erase()
-
-
-_MLIR_ELEMENT = {torch.bool: "i1", torch.int8: "i8", torch.uint8: "ui8", torch.int16: "i16", torch.int32: "i32",
-                 torch.int64: "i64", torch.uint32: "ui32", torch.uint64: "ui64", torch.float16: "f16",
-                 torch.bfloat16: "bf16", torch.float32: "f32", torch.float64: "f64", torch.complex64: "complex<f32>",
-                 torch.complex128: "complex<f64>"}
 
 
 def _match_result_dtypes(module, dtypes: Sequence[torch.dtype]) -> int:
@@ -111,14 +29,13 @@ def _match_result_dtypes(module, dtypes: Sequence[torch.dtype]) -> int:
     torch-xla converts it on reading (to bool: `!= 0`). Returns how many results changed."""
     from jax.extend.mlir import ir
 
-    main = next(op.operation for op in module.body.operations if op.operation.name == "func.func"
-                and ir.StringAttr(op.operation.attributes["sym_name"]).value == "main")
+    main = main_function(module)
     block = main.regions[0].blocks[0]
     terminator = block.operations[len(block.operations) - 1]
     changed = 0
     with module.context, terminator.location:
         for k, (value, dtype) in enumerate(zip(list(terminator.operands), dtypes)):
-            want = _MLIR_ELEMENT.get(dtype)
+            want = MLIR_ELEMENT.get(dtype)
             shaped = ir.RankedTensorType(value.type)
             if want is None or str(shaped.element_type) == want:
                 continue
@@ -162,7 +79,6 @@ def _read_lowering(bytecode: bytes, ids: list, out_dtypes: list, advice: str = "
     """torch-xla's own lowering of a graph, read in this process and prepared for the pass."""
     module, _ = xmlir.load(bytecode, trusted=True)
     text = xmlir.to_text(module)
-    _adapt_spelling(module)
     _match_result_dtypes(module, out_dtypes)
     seed_id = _xc.seed_id()
     seed_index = ids.index(seed_id) if seed_id in ids else None

@@ -38,6 +38,8 @@ from typing import Sequence
 
 from jax.extend.mlir import ir
 
+from x64guard.passes.ir_queries import main_function, read_attribute
+
 I32_MIN, I32_MAX = -(2 ** 31), 2 ** 31 - 1
 _FULL = (I32_MIN, I32_MAX)
 # |float32 result| at or above this counts as overflowing: float32's rounding of values
@@ -87,7 +89,9 @@ def _type_range(value) -> tuple[int, int]:
 
 
 def _constant_range(op) -> tuple[int, int]:
-    attr = op.attributes["value"]
+    attr = read_attribute(op, "value")
+    if attr is None:
+        return _FULL
     try:
         dense = ir.DenseIntElementsAttr(attr)
     except ValueError:
@@ -430,11 +434,10 @@ class _Guard:
 
 
 def _main(module):
-    for op in module.body.operations:
-        operation = op.operation
-        if operation.name == "func.func" and ir.StringAttr(operation.attributes["sym_name"]).value == "main":
-            return operation
-    raise ValueError("the module has no main function")
+    main = main_function(module)
+    if main is None:
+        raise ValueError("the module has no main function")
+    return main
 
 
 def guard(module) -> OverflowChecks:

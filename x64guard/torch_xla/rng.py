@@ -33,9 +33,13 @@ import numpy as np
 from jax.extend.mlir import ir
 
 from x64guard.passes.constant_io import read_constant
+from x64guard.passes.ir_queries import element_type, main_function
+from x64guard.passes.tables import INTEGER_NUMPY_DTYPE
 
-_NUMPY = {"i64": np.int64, "si64": np.int64, "ui64": np.uint64, "i32": np.int32, "si32": np.int32,
-          "ui32": np.uint32, "i16": np.int16, "ui16": np.uint16, "i8": np.int8, "ui8": np.uint8}
+# The integer element types a state computation may hold, and their numpy dtypes: the core's
+# type table's 8- to 64-bit integers (i1 and ml_dtypes' sub-byte integers are no state words).
+_NUMPY = {mlir: dtype.type for mlir, dtype in INTEGER_NUMPY_DTYPE.items()
+          if mlir != "i1" and dtype.type.__module__ == "numpy"}
 
 # The ops a state computation may hold; anything else is refused.
 _STATE_OPS = frozenset({"stablehlo.constant", "stablehlo.multiply", "stablehlo.add", "stablehlo.subtract",
@@ -56,7 +60,7 @@ class RngStateError(ValueError):
 
 
 def _element(t: ir.Type) -> str:
-    return str(ir.ShapedType(t).element_type)
+    return str(element_type(t))
 
 
 def _shape(t: ir.Type) -> tuple[int, ...]:
@@ -199,11 +203,10 @@ def extract_rng_states(module: ir.Module, seed_argument: int | None) -> RngState
 
 
 def _main(module: ir.Module) -> ir.Operation:
-    for op in module.body.operations:
-        op = op.operation
-        if op.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
-            return op
-    raise RngStateError("the module has no main function", "builtin.module")
+    main = main_function(module)
+    if main is None:
+        raise RngStateError("the module has no main function", "builtin.module")
+    return main
 
 
 def _rewrite(module: ir.Module, main: ir.Operation, block: ir.Block, generators: list, plan: RngStates,
