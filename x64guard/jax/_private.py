@@ -5,7 +5,8 @@ Each is commented with the JAX releases it was seen in. x64guard is tested with 
 0.11.x and 0.12.x (x64guard/versions.py, `make test-matrix`) and says so plainly when it
 meets another version, instead of failing somewhere deep inside a pass. What x64guard.jit
 does with these calls lives beside this module (callbacks.py, primitive.py, trace_check.py).
-Calls not marked otherwise were seen in jax 0.10.2, 0.11.2 and 0.12.0.1.
+A call not marked otherwise is seen in jax 0.10.2, 0.11.2 and 0.12.0.1: the JAX-side suites
+run on each (`make test-matrix`, tests/matrix/jax-*.txt).
 """
 
 from __future__ import annotations
@@ -73,7 +74,6 @@ def chain_persistent_cache_key(part) -> None:
 
     hook._x64guard = True  # type: ignore[attr-defined]
     cache_key.custom_hook = hook
-
 
 
 def exclude_from_user_frames(path: str) -> None:
@@ -358,10 +358,15 @@ def effects_allow_custom_vjp(effects) -> bool:
 
 # ----------------------------------------------------------------------------- compiling, dispatching from C++
 
-def thread_config_overrides() -> "tuple | None":
+class ConfigOverride(NamedTuple):
+    state: Any               # a config State (callable as a context manager)
+    value: Any               # the value this thread set for itself
+
+
+def thread_config_overrides() -> "tuple[ConfigOverride, ...] | None":
     """The JAX settings this thread has set for itself (`with jax.enable_x64(...)`,
     `with jax.default_device(...)`, any config State used as a context manager), as
-    (state, value) pairs for another thread that works on its behalf: a compile reads
+    (state, value) records for another thread that works on its behalf: a compile reads
     such settings (optimization effort, the persistent cache's). None where this JAX keeps
     them in another layout: the caller then compiles in its own thread.
     (Config._value_holders, State.get_local, config_ext.unset: seen in jax 0.10.2, 0.11.2
@@ -378,12 +383,12 @@ def thread_config_overrides() -> "tuple | None":
         if get_local is not None and callable(holder):
             value = get_local()
             if value is not unset:
-                overrides.append((holder, value))
+                overrides.append(ConfigOverride(holder, value))
     return tuple(overrides)
 
 
 @contextlib.contextmanager
-def config_overrides(overrides: tuple):
+def config_overrides(overrides: "tuple[ConfigOverride, ...]"):
     """Set `overrides` (from `thread_config_overrides`) as this thread's own settings."""
     with contextlib.ExitStack() as stack:
         for state, value in overrides:

@@ -408,16 +408,17 @@ def identity_convert_finding(check: CrossCheck, callbacks_converted: bool) -> Fi
     reasons: list[_Reason] = []
     if len(check.converts64) != len(check.converts32):
         reasons.append(_Reason((check.converts64 or check.converts32)[0],
-                               f"the x64 trace holds {len(check.converts64)} conversions that change no type once narrowed "
-                               f"(weak-typed values made strong), the x32 trace {len(check.converts32)}"))
+                               f"the x64 trace holds {len(check.converts64)} conversions that change no type "
+                               f"once narrowed (weak-typed values made strong), the x32 trace "
+                               f"{len(check.converts32)}"))
     if check.converts_in_lowerings:
         reasons.append(_Reason(check.converts_in_lowerings[0],
-                               f"the library primitive {check.converts_in_lowerings[0].primitive.name} lowers with such "
-                               "conversions at one width and not at the other"))
+                               f"the library primitive {check.converts_in_lowerings[0].primitive.name} lowers "
+                               "with such conversions at one width and not at the other"))
     if check.merged_widths:
         reasons.append(_Reason(check.merged_widths[0],
-                               f"{check.merged_widths[0].primitive.name} takes operands of two widths that narrow to one "
-                               "type (its lowering converts one operand to the other's type)"))
+                               f"{check.merged_widths[0].primitive.name} takes operands of two widths that narrow "
+                               "to one type (its lowering converts one operand to the other's type)"))
     if callbacks_converted:
         reasons.append(_Reason(None, "x64guard.jit converts host callback operands to 32 bits before the callback"))
     if not reasons:
