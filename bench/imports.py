@@ -29,7 +29,7 @@ CASES = {
 # What a bare `import x64guard` left loaded, checked in the same run (a figure is only
 # worth reporting if the import is still the quiet one).
 _LOADED = ("import json, sys, x64guard; print(json.dumps(sorted(m for m in ('jax', 'jaxlib', 'numpy', 'torch', "
-           "'torch_xla', 'x64guard.jax', 'x64guard.api') if m in sys.modules)))")
+           "'torch_xla', 'x64guard.jax.function', 'x64guard.api') if m in sys.modules)))")
 
 
 def _fresh(code: str) -> None:

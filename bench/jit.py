@@ -465,9 +465,9 @@ def run(runs: int, profile: bool = False) -> dict:
     """Print the x64guard.jit section and return its figures."""
     runs = max(1, runs)
     start = time.perf_counter()
-    source = Path(x64guard.jax.__file__).read_bytes()
+    source = b"".join(p.read_bytes() for p in sorted(Path(x64guard.jax.__file__).parent.glob("*.py")))
     print(f"\n[x64guard.jit] backend {jax.default_backend()}, {jax.device_count()} device(s); "
-          f"x64guard/jax.py sha256 {hashlib.sha256(source).hexdigest()[:12]}")
+          f"x64guard/jax/ sha256 {hashlib.sha256(source).hexdigest()[:12]}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", x64guard.X64GuardWarning)
         figures = {"a_first_call": first_call(runs), "a_fresh_processes": first_call_fresh_processes(runs),

@@ -44,14 +44,14 @@ def test_first_use_loads_what_it_needs_and_starts_no_backend():
             warnings.simplefilter("ignore", x64guard.X64GuardWarning)
             narrowed = x64guard.narrow(text)
         report = x64guard.check(text)
-        after_core = {"front_ends": sorted(m for m in ("x64guard.jax", "x64guard.torch", "x64guard.torch_xla",
+        after_core = {"front_ends": sorted(m for m in ("x64guard.jax.function", "x64guard.torch", "x64guard.torch_xla",
                                                        "x64guard.cli", "torch") if m in sys.modules),
                       "backends": sorted(xla_bridge._backends)}
         doubled = x64guard.jit(lambda v: v * 2)  # wrapping a function starts nothing either
         print(json.dumps({
             "narrowed": "tensor<2xf32>" in narrowed.text, "ok": report.ok,
             "after_core": after_core,
-            "jit_module": x64guard.jit.__module__, "jax_front_end_loaded": "x64guard.jax" in sys.modules,
+            "jit_module": x64guard.jit.__module__, "jax_front_end_loaded": "x64guard.jax.function" in sys.modules,
             "backends_after_jit": sorted(xla_bridge._backends),
             "mode": str(x64guard.current_mode()),
             "environment_unchanged": dict(os.environ) == before,
@@ -59,7 +59,7 @@ def test_first_use_loads_what_it_needs_and_starts_no_backend():
     """, env={"JAX_PLATFORMS": "cpu", "X64GUARD_MODE": "Warn"})
     assert out["narrowed"] and not out["ok"]
     assert out["after_core"] == {"front_ends": [], "backends": []}
-    assert out["jit_module"] == "x64guard.jax" and out["jax_front_end_loaded"]
+    assert out["jit_module"] == "x64guard.jax.function" and out["jax_front_end_loaded"]
     assert out["backends_after_jit"] == []
     assert out["mode"] == "warn"  # $X64GUARD_MODE read case-insensitively, never rewritten
     assert out["environment_unchanged"]

@@ -95,7 +95,7 @@ class Kind(enum.StrEnum):
     NEURON_THREEFRY = "neuron-threefry"
     # the library API (x64guard/api.py)
     SERIALIZED_CHLO = "serialized-chlo"
-    # the front ends (x64guard/jax.py, x64guard/torch_xla/)
+    # the front ends (x64guard/jax/, x64guard/torch_xla/)
     INPUT_OUT_OF_RANGE = "input-out-of-range"
     CALLBACK_RESULT_OUT_OF_RANGE = "callback-result-out-of-range"
     TRACE_DIFFERS = "trace-differs"

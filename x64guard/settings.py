@@ -13,11 +13,12 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
-from x64guard import _compat, modes, versions
+from x64guard import modes, versions
+from x64guard.jax import _private
 from x64guard.modes import Mode
 
 versions.check_jax_version()  # the state lives in JAX's configuration: a clear message first
-_STATE = _compat.register_enum_state(
+_STATE = _private.register_enum_state(
     "x64guard_mode", [m.value for m in Mode], modes.mode_from_environment().value,
     help="x64guard: allow keeps 64-bit types, warn narrows them with a warning, error refuses them.")
 
@@ -46,4 +47,4 @@ def mode(mode: "Mode | str") -> Iterator[Mode]:
 
 
 modes.set_default_mode_source(current_mode)
-_compat.chain_persistent_cache_key(lambda: f"x64guard_mode={_STATE.value}")
+_private.chain_persistent_cache_key(lambda: f"x64guard_mode={_STATE.value}")

@@ -30,9 +30,9 @@ def _x32_module(fn, *args) -> str:
 
 def lgamma() -> bool:
     # The same probe x64guard.jit's cross-check uses: one place decides.
-    from x64guard import _compat
+    from x64guard.jax import trace_check
 
-    return "lgamma" in _compat.lowered_by_dtype_here()
+    return "lgamma" in trace_check.lowered_by_dtype_here()
 
 
 @functools.cache

@@ -308,7 +308,7 @@ def _first_line(text: str, limit: int = 300) -> str:
 
 
 def _spec64(leaf):
-    """How x64guard.jit (as on main: x64guard/jax.py _WIDEN_FOR_TRACE) traces an input:
+    """How x64guard.jit (as on main: x64guard/jax/inputs.py WIDEN_FOR_TRACE) traces an input:
     float32/int32/complex64 widened to 64 bits, uint32 and typed keys unchanged."""
     import jax
 
@@ -504,7 +504,7 @@ def run_program(program) -> Record:
             x64_text = x64_lowering(fn, args, widen=False)
             if record.outcome == "crash":
                 record.detail = ("input widening: traces with x64 on at its inputs' own widths, not with "
-                                 "float32/int32 inputs widened to 64 bits (x64guard/jax.py _spec64): " + record.detail)
+                                 "float32/int32 inputs widened to 64 bits (x64guard/jax/inputs.py, then _spec64): " + record.detail)
         except Exception as exc2:  # noqa: BLE001
             record.detail += f" [x64 lowering failed: {type(exc2).__name__}: {_first_line(exc2, 120)}]"
         del exc

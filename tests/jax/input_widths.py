@@ -14,7 +14,7 @@ each policy and compared with x32 JAX (`jax.jit` with x64 off on the same inputs
   crash      an error that is not X64GuardError where x32 JAX ran
 
 Run: `python -m tests.jax.input_widths [N_FUZZ]` (prints the table). The test
-tests/test_jax_input_widths.py runs a sample of it for the chosen policy.
+tests/jax/test_input_widths.py runs a sample of it for the chosen policy.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import numpy as np
 import jax
 
 import x64guard
-import x64guard.jax as xjax
+from x64guard.jax import inputs as xjax_inputs
 from tests.corpus import oracle
 from tests.corpus.programs import CASES
 
@@ -44,12 +44,12 @@ POLICIES: dict[str, frozenset] = {
 
 @contextlib.contextmanager
 def policy(own_width: frozenset) -> Iterator[None]:
-    previous = xjax._OWN_WIDTH
-    xjax._OWN_WIDTH = own_width
+    previous = xjax_inputs.OWN_WIDTH
+    xjax_inputs.OWN_WIDTH = own_width
     try:
         yield
     finally:
-        xjax._OWN_WIDTH = previous
+        xjax_inputs.OWN_WIDTH = previous
 
 
 def _leaves(tree) -> list[np.ndarray]:

@@ -108,9 +108,9 @@ def test_corpus_and_fuzz_at_32_bit_inputs_never_differ_from_x32_jax():
     30 fuzz programs, called with 32-bit inputs: identical, refused, or failing where x32
     JAX fails too; never a different result, never a result where x32 JAX raises, never
     a foreign error."""
-    import x64guard.jax as xjax
+    from x64guard.jax import inputs as xjax_inputs
 
-    table = input_widths.run(30, {"current": xjax._OWN_WIDTH})
+    table = input_widths.run(30, {"current": xjax_inputs.OWN_WIDTH})
     for source, by_policy in table.items():
         counts = by_policy["current"]
         bad = {k: counts[k] for k in ("wrong", "ran", "crash") if counts[k]}

@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 
 import x64guard
-from x64guard import _compat
+from x64guard.jax import inputs
+from tests.jax.compiles import recording_compiles
 from tests.corpus import oracle
 from tests.corpus.programs import CASES
 from tests.sample import in_sample
@@ -45,7 +46,7 @@ def check_case(case) -> str:
     args32 = [oracle.to32(a) for a in args]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with _compat.recording_compiles() as compiles:
+        with recording_compiles() as compiles:
             want = jax.jit(case.fn).lower(*args32).compile()
             with oracle.x64(True):
                 got = x64guard.jit(case.fn).lower(*args).compile()
@@ -92,7 +93,7 @@ def test_device_inputs_convert_without_an_xla_compile_per_shape():
     """Float64 JAX arrays of a caller with x64 on: one compile per signature (the program),
     none for converting the inputs."""
     fn = x64guard.jit(lambda x: jnp.sin(x) * 2)
-    with oracle.x64(True), warnings.catch_warnings(), _compat.recording_compiles() as compiles:
+    with oracle.x64(True), warnings.catch_warnings(), recording_compiles() as compiles:
         warnings.simplefilter("ignore")
         for n in (3, 5, 7):
             fn(jnp.ones(n))
@@ -127,12 +128,12 @@ def test_accelerator_inputs_convert_on_their_device(monkeypatch):
     """Float64 JAX arrays on an accelerator are converted there, by a small XLA program of
     their own (compiled once per shape, cached by JAX), not through the host (a round trip
     on every call). No accelerator here: the CPU plays one, and the bits stay x32 JAX's."""
-    monkeypatch.setattr(x64guard.jax, "_on_accelerator", lambda devices: True)
+    monkeypatch.setattr(inputs, "on_accelerator", lambda devices: True)
     f = lambda x: jnp.sin(x) * 2 + 1  # noqa: E731
     x = np.linspace(-3.0, 3.0, 17)
     want = np.asarray(jax.jit(f)(oracle.to32(x)))
     fn = x64guard.jit(f)
-    with oracle.x64(True), warnings.catch_warnings(), _compat.recording_compiles() as compiles:
+    with oracle.x64(True), warnings.catch_warnings(), recording_compiles() as compiles:
         warnings.simplefilter("ignore")
         on_device = jnp.asarray(x)
         outs = [fn(on_device), fn(on_device)]

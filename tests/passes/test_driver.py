@@ -44,7 +44,6 @@ MUTATION_ALLOWED: dict[str, str] = {
     "x64guard/passes/constant_io.py": "builds a scratch module to read a printed constant back",
     "x64guard/io/modules.py": "clones a module (copies its attributes, erases the copy)",
     "x64guard/torch_xla/mixed.py": "replace_all_uses_with on a torch.fx graph, not on MLIR",
-    "x64guard/_compat.py": "front end: rewrites mhlo.backend_config of host callbacks in a lowered submodule",
     "x64guard/torch_xla/source.py": "front end: sets op locations to the model's source lines",
     "x64guard/torch_xla/rng.py": "front end: replaces the RNG seed computation by host-computed constants",
     "x64guard/torch_xla/overflow.py": "front end: inserts the int64 overflow checks into a narrowed module",
@@ -53,7 +52,7 @@ MUTATION_ALLOWED: dict[str, str] = {
 # Files allowed to call the bindings' `walk` (the pass walks once, in driver.py).
 WALK_ALLOWED: dict[str, str] = {
     "x64guard/passes/driver.py": "the one walk (collect) and the guarded walk helper",
-    "x64guard/_compat.py": "front end: finds host callbacks in a lowered submodule",
+    "x64guard/jax/primitive.py": "front end: finds host callbacks in a lowered submodule",
     "x64guard/torch_xla/rng.py": "front end: finds the RNG seed computation",
     "x64guard/torch_xla/source.py": "front end: reads and rewrites op locations",
 }

@@ -186,7 +186,7 @@ def _boundary_program(shape: tuple, wide: torch.dtype, narrow: torch.dtype, chec
     import jax
     import jax.numpy as jnp
 
-    from x64guard import _compat
+    from x64guard.jax import _private as jax_private
 
     target = jnp.dtype(JAX_DTYPE_NAME[narrow])
 
@@ -195,7 +195,7 @@ def _boundary_program(shape: tuple, wide: torch.dtype, narrow: torch.dtype, chec
             return v.astype(target), jnp.stack([v.min(), v.max()])
         return (v.astype(target),)
 
-    with _compat.x64_enabled():
+    with jax_private.x64_enabled():
         text = jax.jit(cast).lower(jax.ShapeDtypeStruct(shape, jnp.dtype(JAX_DTYPE_NAME[wide]))).as_text()
     return _Program(text, [(shape, wide)], _device(), counted=False)
 

@@ -28,7 +28,7 @@ def _fft_computation(kind: str, shape: tuple, dtype: str, dims: tuple, normaliza
     import jax
     import jax.numpy as jnp
 
-    from x64guard import _compat
+    from x64guard.jax import _private as jax_private
 
     def signal_size(sizes) -> int:
         return int(np.prod([sizes[d] for d in dims])) if dims else 1
@@ -56,7 +56,7 @@ def _fft_computation(kind: str, shape: tuple, dtype: str, dims: tuple, normaliza
         out = transform(v)
         return out if scale == 1.0 else out * scale
 
-    with _compat.x64_enabled():
+    with jax_private.x64_enabled():
         lowered = jax.jit(fn).lower(jax.ShapeDtypeStruct(shape, jnp.dtype(dtype)))
         proto = lowered.compiler_ir("hlo").as_serialized_hlo_module_proto()
     return _xc.computation_from_proto(f"x64guard_fft_{kind}", proto)

@@ -1,0 +1,52 @@
+"""x64guard's JAX front end: `x64guard.jit` (`jax.jit`, narrowed) and the objects behind it.
+
+The modules, along the seams of what x64guard.jit does:
+  function.py     `jit`, `NarrowedFunction`: the wrapper, its cache and C++ dispatch
+  build.py        one signature's program: trace, lower, narrow, cross-check, choose
+  program.py      the narrowed program, its compile and run; `Lowered`, `Compiled`
+  inputs.py       input widths: how inputs are traced, keyed, converted, range-checked
+  callbacks.py    host callbacks at 32 bits (the jaxpr rewrite, results on the host)
+  primitive.py    the `x64guard_call` primitive: inlined into outer jits, vmap, grad
+  trace_check.py  the x64 trace compared with the x32 trace
+  user_frames.py  warnings at the user's calling line
+  _private.py     every private JAX call, and nothing else
+
+Importing this package loads none of them: each public name is loaded on first use
+(PEP 562), so that the core's use of `_private` (MLIR dialects, HLO conversion, the mode's
+configuration state) does not load the front end.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Public name -> the module that defines it.
+_PUBLIC = {
+    "jit": "x64guard.jax.function",
+    "NarrowedFunction": "x64guard.jax.function",
+    "Lowered": "x64guard.jax.program",
+    "Compiled": "x64guard.jax.program",
+    "NARROW_DTYPE": "x64guard.jax.inputs",
+}
+
+__all__ = list(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _PUBLIC.get(name)
+    if module_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))
+
+
+if TYPE_CHECKING:
+    from x64guard.jax.function import NarrowedFunction, jit
+    from x64guard.jax.inputs import NARROW_DTYPE
+    from x64guard.jax.program import Compiled, Lowered

@@ -1,0 +1,219 @@
+"""Building the program of one input signature: trace with 64-bit types, lower, narrow,
+cross-check against the x32 trace, and decide which program runs.
+
+Equal traces (once narrowed): the x64 program is narrowed and run, proven to be x32 JAX's
+program. Different (library code that decides by jax_enable_x64 or by the dtype while
+tracing): mode error refuses; otherwise the x32 program itself runs (its answer is x32
+JAX's by construction), with one trace-differs warning in place of the narrowing summary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import warnings
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from x64guard.api import NarrowResult, narrow
+from x64guard.errors import X64GuardError
+from x64guard.findings import Finding, Kind
+from x64guard.jax import _private
+from x64guard.jax.callbacks import callbacks_at_32_bits
+from x64guard.jax.inputs import narrow_aval, narrow_dtype, narrowed_spec, widened_spec
+from x64guard.jax.program import CompileAhead, Program
+from x64guard.jax.trace_check import (CrossCheck, cross_check, identity_convert_finding, matched_constant_message,
+                                      trace_differs_message)
+from x64guard.jax.user_frames import narrow_at_user_line, replay_at_user_line, warn_at_user_line
+from x64guard.modes import Mode
+from x64guard.passes.tables import CONSTANT_OPS, DEFAULT_TARGET
+
+if TYPE_CHECKING:
+    from x64guard.jax.function import NarrowedFunction
+
+
+class NarrowedX64(NamedTuple):
+    lowered: Any                 # JAX's Lowered of the x64 program
+    convention: Any              # its calling convention (_private.calling_convention)
+    result: NarrowResult
+    summary: list                # the narrowing's warnings, recorded
+    callbacks_converted: bool    # host callbacks' 64-bit operands converted to 32 bits before them
+
+
+class Traced(NamedTuple):
+    traced: Any                  # JAX's Traced of the x64 program
+    specs: list                  # the input specs it was traced with
+
+
+class Chosen(NamedTuple):
+    """The program that runs: the narrowed x64 one or x32 JAX's."""
+
+    traced: Any
+    lowered: Any
+    convention: Any
+    result: NarrowResult
+    compile_ahead: "CompileAhead | None"
+
+
+@dataclasses.dataclass(frozen=True)
+class Call:
+    """One signature being built: the function, its input tree and static arguments."""
+
+    owner: "NarrowedFunction"
+    in_tree: Any
+    static: Any
+
+    def trace(self, specs):
+        spec_args, spec_kwargs = self.in_tree.unflatten(specs)
+        args, kwargs = self.owner._statics.merge(spec_args, spec_kwargs, self.static)
+        return _private.trace_x64(self.owner._jit64, tuple(args), kwargs)
+
+
+def build_program(owner: "NarrowedFunction", in_tree, specs, static, paths, mode: Mode,
+                  compile_ahead: bool = False) -> Program:
+    """The program for one signature, traced at `specs`."""
+    call = Call(owner, in_tree, static)
+    traced, specs = trace_x64(call, specs)
+    narrowed, ahead = None, None
+    if compile_ahead:
+        narrowed, ahead = _narrow_and_start_compile(owner, traced, mode)
+    # The cross-check: the x32 trace of the same call.
+    check = cross_check(owner._jit64, owner._statics, traced, in_tree, specs, static)
+    chosen = _choose(owner, traced, check, narrowed, ahead, mode)
+    return _program(owner, call, chosen, specs, paths)
+
+
+def trace_x64(call: Call, specs: list) -> Traced:
+    """The x64 trace at `specs`, else at the fallbacks' widths; if every one fails, the first error."""
+    try:
+        return Traced(call.trace(specs), specs)
+    except X64GuardError:
+        raise
+    except Exception as own_width_error:
+        # Code written for 64-bit inputs may not trace with 32-bit ones and x64 on
+        # (lax.clamp(-1.0, x, 1.0), bitcast_convert_type(x, jnp.int64), a while_loop
+        # carry mixing the input with 64-bit values): trace the x64 program it was
+        # written as, its 32-bit inputs widened; if that fails too, the first error.
+        # uint32 inputs are widened last: they are usually raw PRNG keys, which must stay
+        # uint32 (blackjax's and numpyro's samplers mix a float32 position with float64
+        # values in lax.cond under x64, and take raw keys beside it).
+        # Last, every input at its 32-bit width (a library's own int32 values beside an
+        # input widened to int64 fail lax.cond's equal-types check, issue 22 item 4):
+        # what x32 JAX traces; the narrowing pass still checks the program.
+        tried = [specs]
+        candidates = [[widened_spec(s, uint32=False) for s in specs], [widened_spec(s) for s in specs],
+                      [narrowed_spec(s) for s in specs]]
+        for widened in candidates:
+            if any(all(w is t for w, t in zip(widened, before)) for before in tried):
+                continue
+            tried.append(widened)
+            try:
+                return Traced(call.trace(widened), widened)
+            except Exception:
+                continue
+        raise own_width_error from None
+
+
+def _narrow_and_start_compile(owner: "NarrowedFunction", traced, mode: Mode):
+    """A direct call: lower, narrow and start compiling before the cross-check, which then
+    runs while XLA compiles. What the narrowing raises is returned (raised by `_choose`,
+    where it was raised before the check existed): (NarrowedX64 or the error, CompileAhead or None)."""
+    try:
+        narrowed = narrowed_x64(owner, traced, mode)
+    except Exception as error:  # noqa: BLE001  (re-raised later unless x32's program runs)
+        return error, None
+    ahead = CompileAhead.start(functools.partial(
+        _private.compile_with_avals, narrowed.lowered, narrowed.result.module,
+        [narrow_aval(a) for a in traced.jaxpr.in_avals],
+        tuple(narrow_aval(a) for a in narrowed.convention.out_avals)))
+    return narrowed, ahead
+
+
+def _choose(owner: "NarrowedFunction", traced, check: CrossCheck, narrowed, ahead, mode: Mode) -> Chosen:
+    """Which program runs, by the cross-check (the module docstring says how)."""
+    traced32, difference = check.traced32, check.difference
+    if difference is not None and mode is not Mode.ERROR:
+        fallback = Finding(Kind.TRACE_DIFFERS, "warning", difference.primitive, difference.location or "?",
+                           trace_differs_message(difference, ran_x32=True))
+        return x32_program(owner, traced32, fallback, mode)
+    if narrowed is None:
+        narrowed = narrowed_x64(owner, traced, mode)
+    elif isinstance(narrowed, Exception):
+        raise narrowed
+    result = narrowed.result
+    matched = [f for f in result.findings if f.kind == Kind.DTYPE_CONSTANT and f.op in CONSTANT_OPS]
+    if difference is None and traced32 is not None and matched:
+        # The pass matched a constant's value to a finfo(float64) expression. The
+        # traces being equal, x32 JAX's trace holds its plain rounding: a literal
+        # that happens to equal the expression (TFP's owens_t coefficient
+        # -0.99999999999999977 = -(1 - eps)), or a constant a lowering rule made.
+        # x32's program is right in both cases.
+        fallback = dataclasses.replace(matched[0], severity="warning",
+                                       message=matched_constant_message(matched[0]))
+        return x32_program(owner, traced32, fallback, mode)
+    if difference is not None:  # mode error, and the narrowing itself passed
+        message = trace_differs_message(difference, ran_x32=False)
+        finding = Finding(Kind.TRACE_DIFFERS, "error", difference.primitive, difference.location or "?", message)
+        raise X64GuardError(f"x64guard.jit: {message}", [finding])
+    replay_at_user_line(narrowed.summary)
+    converts = identity_convert_finding(check, narrowed.callbacks_converted)
+    if converts is not None:
+        result.findings.append(converts)
+    return Chosen(traced, narrowed.lowered, narrowed.convention, result, ahead)
+
+
+def _program(owner: "NarrowedFunction", call: Call, chosen: Chosen, specs, paths) -> Program:
+    convention = chosen.convention
+    trace_dtypes = tuple(s.dtype for s in specs)
+    name = getattr(owner._fun, "__name__", "fun")
+    return Program(
+        name=name if name.isidentifier() else "fun", narrowed=chosen.result, owner=owner,
+        flat_fun=owner._flat_fun(call.in_tree, call.static), in_tree=call.in_tree, out_tree=chosen.traced.out_tree,
+        trace_dtypes=trace_dtypes, trace_out_dtypes=tuple(a.dtype for a in convention.out_avals),
+        in_dtypes=tuple(narrow_dtype(d) or d for d in trace_dtypes), paths=paths,
+        out_avals=tuple(narrow_aval(a) for a in convention.out_avals),
+        effects=convention.effects, ordered_effects=convention.ordered_effects,
+        kept_var_idx=convention.kept_var_idx,
+        kept_in_avals=tuple(narrow_aval(a) for a in convention.in_avals),
+        in_shardings=convention.in_shardings, out_shardings=convention.out_shardings,
+        num_devices=convention.num_devices, host_callbacks=convention.host_callbacks,
+        keepalive=convention.keepalive, lowered=chosen.lowered,
+        in_avals=tuple(narrow_aval(a) for a in chosen.traced.jaxpr.in_avals), _compile_ahead=chosen.compile_ahead)
+
+
+def narrowed_x64(owner: "NarrowedFunction", traced, mode: Mode) -> NarrowedX64:
+    """The x64 trace lowered and narrowed; the narrowing's summary warning recorded, not
+    issued (it is issued only if this is the program that runs)."""
+    callbacks = callbacks_at_32_bits(traced.jaxpr)
+    lowered = _private.lower_traced(traced, callbacks)
+    convention = _private.calling_convention(lowered)
+    # JAX's own cached module: narrow works on a clone.
+    with warnings.catch_warnings(record=True) as summary:
+        warnings.simplefilter("always")
+        result = narrow_at_user_line(convention.module, mode=mode, overflow=owner._overflow, target=owner._target)
+    return NarrowedX64(lowered, convention, result, summary, callbacks is not None)
+
+
+def x32_program(owner: "NarrowedFunction", traced32, fallback: Finding, mode: Mode) -> Chosen:
+    """The x32 trace lowered and run in place of the narrowed x64 one (its answer is x32
+    JAX's by construction), `fallback` saying why, warned once at the user's line."""
+    lowered = _private.lower_traced_x32(traced32)
+    convention = _private.calling_convention(lowered)
+    # x32 JAX's own module still holds 64-bit values where JAX traces them with x64 off
+    # (iota_2x32_shape's uint64 counters): narrowed, the pass computes them in 32 bits,
+    # exactly (`rng-counters`), so that nothing 64-bit reaches the device. Its warnings
+    # are issued only for a target profile (Neuron: what neuronx-cc would reject); the
+    # fallback's own warning says what happened. If the pass refuses x32 JAX's module,
+    # that module runs as it is: x32 JAX's program, 64-bit values and all.
+    with warnings.catch_warnings(record=True) as recorded:
+        warnings.simplefilter("always")
+        try:
+            result = narrow(convention.module, mode=mode, overflow=owner._overflow, target=owner._target)
+        except X64GuardError:
+            if owner._target != DEFAULT_TARGET:
+                raise  # what the target rejects, as before
+            result = narrow(convention.module, mode=Mode.ALLOW, overflow=owner._overflow, target=owner._target)
+    if owner._target != DEFAULT_TARGET:
+        replay_at_user_line(recorded)
+    result.findings.append(fallback)
+    warn_at_user_line(fallback.message)
+    return Chosen(traced32, lowered, convention, result, None)

@@ -1,0 +1,440 @@
+"""The cross-check: the function traced with x64 off too, compared with its x64 trace.
+
+Equal once narrowed: the narrowed x64 program is x32 JAX's program. Different (library
+code that decides by jax_enable_x64 or by the dtype while tracing): x64guard.jit runs the
+x32 program instead, or refuses in mode error (build.py decides). `first_trace_difference`
+compares the two jaxprs; `cross_check` runs the x32 trace and the comparison.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import sys
+import warnings
+from typing import Any, Callable, NamedTuple
+
+import jax
+import numpy as np
+
+from x64guard.api import narrow
+from x64guard.findings import Finding, Kind
+from x64guard.io import modules
+from x64guard.jax import _private
+from x64guard.jax.inputs import narrow_dtype, narrowed_spec
+from x64guard.jax.user_frames import user_place
+from x64guard.modes import Mode
+from x64guard.passes.equality import canonical_text
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceDifference:
+    """The first equation where the x64 trace is not the x32 trace once narrowed."""
+
+    primitive: str       # the x64 trace's equation ('end of program' when one trace is longer)
+    location: str        # its source line (the user's or the library's), '' if unknown
+    x64: str             # the equation as the x64 trace has it (one line)
+    x32: str             # the x32 trace's counterpart
+    # A library's own primitive whose lowering (narrowed) is not x32's: its equations may
+    # look alike, what it lowers to does not.
+    lowering: bool = False
+
+
+class CrossCheck(NamedTuple):
+    traced32: Any                # the x32 trace (None: x32 JAX cannot trace the call)
+    difference: Any              # the first TraceDifference, None when the traces agree
+    converts64: tuple            # identity conversions the comparison skipped in the x64 trace
+    converts32: tuple            # ... and in the x32 trace
+    converts_in_lowerings: tuple  # library primitives whose two lowerings differ only by identity converts
+    merged_widths: tuple         # x64 equations whose distinct operand dtypes narrow to one (float32 @ float64)
+
+
+def cross_check(jitted, statics, traced, in_tree, specs, static) -> CrossCheck:
+    """`jitted` traced with x64 off too, on the inputs' 32-bit types, and compared with the
+    x64 trace `traced`. A function x32 JAX cannot trace is not compared (no x32 trace, no
+    difference: its narrowing is checked as before)."""
+    narrow_specs = [narrowed_spec(s) for s in specs]
+    spec_args, spec_kwargs = in_tree.unflatten(narrow_specs)
+    args, kwargs = statics.merge(spec_args, spec_kwargs, static)
+    try:
+        # Code written for x64 asks for float64 explicitly: with x64 off JAX warns that
+        # it truncates (a UserWarning per request), which is this check's business, not
+        # the user's. (catch_warnings is process-wide for its duration.)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            traced32 = _private.trace_x32(jitted, tuple(args), kwargs)
+    except Exception:  # noqa: BLE001  (x32 JAX raises here too: nothing to compare with)
+        return CrossCheck(None, None, (), (), (), ())
+    converts64, converts32, in_lowerings, merged = [], [], [], []
+    difference = first_trace_difference(
+        traced.jaxpr, traced32.jaxpr, narrow_dtype,
+        functools.partial(same_lowering, converts_differ=in_lowerings), skipped_converts=(converts64, converts32),
+        merged_widths=merged)
+    return CrossCheck(traced32, difference, tuple(converts64), tuple(converts32), tuple(in_lowerings),
+                      tuple(merged))
+
+
+def same_lowering(eqn64, eqn32, converts_differ: list | None = None) -> bool:
+    """A library primitive's equation of the x64 trace lowers, once narrowed, to the module
+    its x32 counterpart lowers to (`canonical_text`: printed without locations, identity
+    converts folded; where only those converts differ, eqn64 is added to
+    `converts_differ`). Anything that fails to lower or to narrow is not the same."""
+    try:
+        text64 = _private.lower_equation(eqn64, x64=True)
+        text32 = _private.lower_equation(eqn32, x64=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            narrowed = narrow(text64, mode=Mode.WARN).module
+        reference, _ = modules.load(text32)
+    except Exception:  # noqa: BLE001  (not provably the same: the caller runs x32's program)
+        return False
+    plain = [m.operation.get_asm(enable_debug_info=False) for m in (narrowed, reference)] \
+        if converts_differ is not None else None
+    same = canonical_text(narrowed) == canonical_text(reference)
+    if same and plain is not None and plain[0] != plain[1]:
+        converts_differ.append(eqn64)
+    return same
+
+
+
+# Primitives whose lowering rule itself branches on the operand dtype (jax/_src/lax/special.py
+# in jax 0.10.2: coefficient tables, iteration counts, finfo tolerances): equal equations
+# that lower to different programs.
+LOWERED_BY_DTYPE = frozenset({"bessel_i0e", "regularized_incomplete_beta", "igamma", "igammac", "igamma_grad_a"})
+
+
+@functools.cache
+def lowered_by_dtype_here() -> frozenset:
+    """LOWERED_BY_DTYPE, plus `lgamma` where the running JAX lowers float32 lgamma with its
+    own expansion and float64 to `chlo.lgamma` (seen in 0.12; 0.10 and 0.11 lower both to
+    chlo.lgamma). Probed by lowering it, not read from a version."""
+    with _private.x64_disabled():
+        text = jax.jit(jax.lax.lgamma).lower(np.float32(1.5)).as_text()
+    return LOWERED_BY_DTYPE | ({"lgamma"} if "chlo.lgamma" not in text else frozenset())
+
+
+def is_lowered_by_dtype(name: str) -> bool:
+    """`name in lowered_by_dtype_here()`, with the lgamma probe (a lowering: 40 ms in a
+    fresh process, most of the cross-check's cost) run only when an lgamma is met."""
+    return name in LOWERED_BY_DTYPE or (name == "lgamma" and name in lowered_by_dtype_here())
+
+
+
+class _PrimitiveOwner(NamedTuple):
+    primitive: Any       # held so that a recycled id() is noticed
+    is_library: bool
+
+
+@dataclasses.dataclass
+class _JaxPrimitiveScan:
+    """The ids of JAX's own primitives, scanned again only for an unknown primitive after
+    more modules were imported."""
+
+    modules_seen: int = -1           # len(sys.modules) at the last scan
+    ids: frozenset = frozenset()
+
+
+_primitive_owners: dict[int, _PrimitiveOwner] = {}
+_jax_primitive_scan = _JaxPrimitiveScan()
+
+
+def is_library_primitive(primitive) -> bool:
+    """True for a primitive no JAX module defines: a library's own (equinox's
+    filter_primitive family: lineax's linear_solve, optimistix's, diffrax's helpers).
+    Its lowering runs the library's Python when the program is lowered, under that trace's
+    x64 setting, so its equation says nothing of the program it lowers to (lineax's
+    BiCGStab tests `omega == 0` under x64 and `omega < 1e-16` otherwise, inside it).
+    JAX's own primitives lower from the equation alone. Decided once per primitive; a
+    JAX primitive this misses is compared by its lowering too (slower, never wrong)."""
+    known = _primitive_owners.get(id(primitive))
+    if known is None or known.primitive is not primitive:
+        scan = _jax_primitive_scan
+        if id(primitive) not in scan.ids and len(sys.modules) != scan.modules_seen:
+            scan.modules_seen, scan.ids = len(sys.modules), _private.jax_primitive_ids()
+        known = _primitive_owners[id(primitive)] = _PrimitiveOwner(primitive, id(primitive) not in scan.ids)
+    return known.is_library
+
+
+# ----------------------------------------------------------------------------- comparing two jaxprs
+
+def first_trace_difference(closed64, closed32, narrow_dtype, same_lowering: "Callable | None" = None,
+                           skipped_converts: "tuple[list, list] | None" = None,
+                           merged_widths: "list | None" = None) -> "TraceDifference | None":
+    """None when the x64 jaxpr is the x32 jaxpr once every 64-bit dtype is narrowed
+    (`narrow_dtype(dtype)` -> its 32-bit dtype or None) and values are compared at 32 bits:
+    same equations in the same order, same operands, parameters (nested jaxprs compared
+    the same way), literals and constants. Identity conversions after narrowing (int32 ->
+    int64, float64 -> float32 of a float64 value, weak-type changes) are skipped on both
+    sides: they are exactly what narrowing folds. Weak types and shardings are not
+    compared; Python callables in parameters (custom_jvp's rules) are not compared. An
+    equation of LOWERED_BY_DTYPE with a 64-bit operand is a difference. A library's own
+    primitive (`is_library_primitive`) is compared by what it lowers to:
+    `same_lowering(eqn64, eqn32)` (without it, such an equation is a difference).
+    `skipped_converts`: two lists, given to receive the identity conversions skipped in the
+    x64 trace and in the x32 trace (equations, nested jaxprs included). `merged_widths`: a
+    list, given to receive the x64 trace's equations whose operands have distinct dtypes
+    that narrowing makes one (a float32 @ float64 dot_general: its lowering converts
+    operands to one type, which narrowed is a convert to the same type x32 JAX's lacks)."""
+    comparison = _TraceComparison(narrow_dtype, same_lowering, skipped_converts, merged_widths)
+    try:
+        comparison.compare_closed(closed64, closed32)
+    except _Differs as found:
+        return found.difference
+    return None
+
+
+class _Differs(Exception):
+    def __init__(self, difference: TraceDifference):
+        self.difference = difference
+
+
+def _line(eqn) -> str:
+    text = str(eqn).strip().splitlines()
+    return text[0][:200] if text else eqn.primitive.name
+
+
+class _TraceComparison:
+    """One comparison (`first_trace_difference`): raises _Differs at the first difference."""
+
+    def __init__(self, narrow_dtype, same_lowering, skipped_converts, merged_widths):
+        self.jax = _private.jaxpr_internals()
+        self.narrow_dtype = narrow_dtype
+        self.same_lowering = same_lowering
+        self.skipped_converts = skipped_converts
+        self.merged_widths = merged_widths
+
+    # -- keys: what is compared of a type, a value, an operand
+
+    def dtype32(self, dtype):
+        try:
+            narrowed = self.narrow_dtype(dtype)
+        except TypeError:
+            return dtype
+        return dtype if narrowed is None else np.dtype(narrowed)
+
+    def aval_key(self, aval) -> tuple:
+        if hasattr(aval, "shape") and hasattr(aval, "dtype"):
+            return ("aval", tuple(aval.shape), str(self.dtype32(aval.dtype)))
+        return ("aval", type(aval).__name__)
+
+    def value_key(self, value, aval=None) -> tuple:
+        dtype = getattr(aval, "dtype", None)
+        if dtype is None or _private.is_extended_dtype(dtype):
+            return ("value", repr(value))
+        array = np.asarray(value, dtype=dtype)
+        target = self.dtype32(dtype)
+        with np.errstate(all="ignore"):
+            narrowed = array.astype(target)
+        return ("value", str(target), narrowed.shape, narrowed.tobytes())
+
+    def atom_key(self, env: dict, atom) -> tuple:
+        while not isinstance(atom, self.jax.Literal) and ("alias", atom) in env:
+            atom = env[("alias", atom)]
+        if isinstance(atom, self.jax.Literal):
+            return self.value_key(atom.val, atom.aval)
+        return env.get(atom, ("var", id(atom)))
+
+    # -- differences
+
+    def differs(self, eqn64, eqn32, lowering: bool = False):
+        summarize = self.jax.summarize
+        location = summarize(eqn64.source_info) if eqn64 is not None else ""
+        if eqn64 is None and eqn32 is not None:
+            location = summarize(eqn32.source_info)
+        raise _Differs(TraceDifference(eqn64.primitive.name if eqn64 is not None else "end of program",
+                                       location, _line(eqn64) if eqn64 is not None else "(nothing)",
+                                       _line(eqn32) if eqn32 is not None else "(nothing)", lowering))
+
+    def identity_convert(self, eqn) -> bool:
+        if eqn.primitive is not self.jax.convert_p:
+            return False
+        (source,), (out,) = eqn.invars, eqn.outvars
+        return self.dtype32(source.aval.dtype) == self.dtype32(out.aval.dtype)
+
+    # -- jaxprs
+
+    def compare_closed(self, c64, c32) -> None:
+        self.compare_jaxpr(c64.jaxpr, c32.jaxpr, c64.consts, c32.consts)
+
+    def compare_jaxpr(self, j64, j32, consts64, consts32) -> None:
+        env64, env32 = self._bind_inputs(j64, j32, consts64, consts32)
+        eqns64, eqns32 = self._kept(j64, env64, 0), self._kept(j32, env32, 1)
+        for n in range(max(len(eqns64), len(eqns32))):
+            e64 = eqns64[n] if n < len(eqns64) else None
+            e32 = eqns32[n] if n < len(eqns32) else None
+            if e64 is None or e32 is None:
+                self.differs(e64, e32)
+            self.compare_equation(e64, e32, env64, env32)
+            for j, (a, b) in enumerate(zip(e64.outvars, e32.outvars)):
+                env64[a], env32[b] = ("eqn", n, j), ("eqn", n, j)
+        outs64 = [self.atom_key(env64, a) for a in j64.outvars]
+        outs32 = [self.atom_key(env32, a) for a in j32.outvars]
+        if outs64 != outs32:
+            self.differs(eqns64[-1] if eqns64 else None, eqns32[-1] if eqns32 else None)
+
+    def _bind_inputs(self, j64, j32, consts64, consts32) -> tuple[dict, dict]:
+        """Each jaxpr's environment: its inputs by position, its constants by value."""
+        env64, env32 = {}, {}
+        if len(j64.invars) != len(j32.invars) or len(j64.constvars) != len(j32.constvars):
+            self.differs(j64.eqns[0] if j64.eqns else None, j32.eqns[0] if j32.eqns else None)
+        for i, (a, b) in enumerate(zip(j64.invars, j32.invars)):
+            env64[a], env32[b] = ("in", i), ("in", i)
+        for i, (a, b) in enumerate(zip(j64.constvars, j32.constvars)):
+            env64[a] = self.value_key(consts64[i], a.aval) if i < len(consts64) else ("const", i)
+            env32[b] = self.value_key(consts32[i], b.aval) if i < len(consts32) else ("const", i)
+        return env64, env32
+
+    def _kept(self, jaxpr, env: dict, side: int) -> list:
+        """The equations that are not identity conversions; those alias their operand
+        (and are counted: `skipped_converts`)."""
+        eqns = []
+        for e in jaxpr.eqns:
+            if self.identity_convert(e):
+                env[("alias", e.outvars[0])] = e.invars[0]
+                if self.skipped_converts is not None:
+                    self.skipped_converts[side].append(e)
+            else:
+                eqns.append(e)
+        return eqns
+
+    # -- equations
+
+    def compare_equation(self, e64, e32, env64: dict, env32: dict) -> None:
+        lowered_by_dtype = is_lowered_by_dtype(e64.primitive.name) and any(
+            str(self.dtype32(a.aval.dtype)) != str(a.aval.dtype) for a in e64.invars if hasattr(a.aval, "dtype"))
+        if (lowered_by_dtype or e64.primitive is not e32.primitive or len(e64.invars) != len(e32.invars)
+                or len(e64.outvars) != len(e32.outvars)
+                or [self.atom_key(env64, a) for a in e64.invars] != [self.atom_key(env32, a) for a in e32.invars]
+                or [self.aval_key(v.aval) for v in e64.outvars] != [self.aval_key(v.aval) for v in e32.outvars]
+                or e64.params.keys() != e32.params.keys()):
+            self.differs(e64, e32)
+        if self.merged_widths is not None and self._merges_widths(e64):
+            self.merged_widths.append(e64)
+        if is_library_primitive(e64.primitive):
+            if self.same_lowering is None or not self.same_lowering(e64, e32):
+                self.differs(e64, e32, lowering=True)
+            return
+        for name in e64.params:
+            if not self.param_equal(e64.params[name], e32.params[name]):
+                self.differs(e64, e32)
+
+    def _merges_widths(self, e64) -> bool:
+        """Floating operands of distinct dtypes that narrow to one (mixed index widths, a
+        gather's int64 indices beside int32 values, lower to no convert)."""
+        operand_dtypes = [a.aval.dtype for a in e64.invars if hasattr(a.aval, "dtype")
+                          and not _private.is_extended_dtype(a.aval.dtype) and np.issubdtype(a.aval.dtype, np.inexact)]
+        return len(set(map(str, operand_dtypes))) > len({str(self.dtype32(d)) for d in operand_dtypes})
+
+    def param_equal(self, a, b) -> bool:
+        jx = self.jax
+        if isinstance(a, jx.ClosedJaxpr) and isinstance(b, jx.ClosedJaxpr):
+            self.compare_closed(a, b)
+            return True
+        if isinstance(a, jx.Jaxpr) and isinstance(b, jx.Jaxpr):
+            self.compare_jaxpr(a, b, consts64=(), consts32=())
+            return True
+        if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+            return len(a) == len(b) and all(self.param_equal(x, y) for x, y in zip(a, b))
+        if isinstance(a, jx.AbstractValue) and isinstance(b, jx.AbstractValue):
+            return self.aval_key(a) == self.aval_key(b)
+        if isinstance(a, jax.tree_util.PyTreeDef) and isinstance(b, jax.tree_util.PyTreeDef):
+            return self.tree_def_equal(a, b)
+        if type(a) is type(b) and isinstance(a, jax.ShapeDtypeStruct):
+            return tuple(a.shape) == tuple(b.shape) and str(self.dtype32(a.dtype)) == str(self.dtype32(b.dtype))
+        if isinstance(a, np.dtype) or isinstance(b, np.dtype):
+            try:
+                return str(self.dtype32(np.dtype(a))) == str(self.dtype32(np.dtype(b)))
+            except TypeError:
+                return a == b
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            return self.value_key(a, np.asarray(a)) == self.value_key(b, np.asarray(b))
+        if isinstance(a, jx.WrappedFun) and isinstance(b, jx.WrappedFun) or (
+                callable(a) and callable(b) and not isinstance(a, type)):
+            return True  # rules and thunks: what they produce is traced and compared elsewhere
+        try:
+            return bool(a == b)
+        except Exception:  # noqa: BLE001
+            return repr(a) == repr(b)
+
+    def tree_def_equal(self, a, b) -> bool:
+        """A custom primitive's pytree structure (equinox's filter_primitive: `treedef`)
+        holds static metadata such as ShapeDtypeStructs of its operands, float64 in one
+        trace and float32 in the other: compared node by node, their data as parameters
+        are (PyTreeDef.node_data/children: seen in jax 0.10.2, 0.11.2 and 0.12.0.1)."""
+        if a.num_nodes != b.num_nodes or a.num_leaves != b.num_leaves:
+            return False
+        data_a, data_b = a.node_data(), b.node_data()
+        if (data_a is None) != (data_b is None):
+            return False
+        if data_a is not None and (data_a[0] is not data_b[0] or not self.param_equal(data_a[1], data_b[1])):
+            return False
+        children_a, children_b = a.children(), b.children()
+        return len(children_a) == len(children_b) and all(map(self.tree_def_equal, children_a, children_b))
+
+
+# ----------------------------------------------------------------------------- what the check says
+
+def trace_differs_message(difference, ran_x32: bool) -> str:
+    user = user_place()
+    what = ("x64guard runs the x32 program (JAX's trace with x64 off: x32 JAX's answer) instead of narrowing the "
+            "x64 one" if ran_x32 else
+            "narrowing cannot reproduce x32 JAX's answer there. Call it under jax.jit with x64 off, or keep it in "
+            "64 bits (mode='allow')")
+    if difference.lowering:
+        return (f"{user}: the library primitive {difference.primitive} (library line "
+                f"{difference.location or 'unknown'}) lowers to another program with x64 on than with x64 off: its "
+                "lowering runs library code, which can decide by jax_enable_x64 or the dtype, or emit a host "
+                f"callback traced for 64-bit values (equinox's error checks in lineax, optimistix, diffrax: "
+                f"throw=False or EQX_ON_ERROR=nan remove it); {what} [trace-differs]")
+    return (f"{user}: the function traced with x64 on is another program than with x64 off (code that decides by "
+            f"jax_enable_x64 or by the dtype while tracing), first at {difference.primitive} (library line "
+            f"{difference.location or 'unknown'}): x64 trace `{difference.x64}`, x32 trace `{difference.x32}`; "
+            f"{what} [trace-differs]")
+
+
+class _Reason(NamedTuple):
+    equation: Any        # where it is seen (None: no equation)
+    what: str
+
+
+def identity_convert_finding(check: CrossCheck, callbacks_converted: bool) -> Finding | None:
+    """An info finding when the narrowed program may differ from x32 JAX's by converts to
+    the type their operand already has, which compute nothing (None when nothing says so):
+    the traces convert weak-typed values made strong (or the reverse) in different places,
+    which the module does not record; a library primitive's lowerings differ only by them;
+    an equation's lowering converts one operand of two widths to the other's type; or
+    x64guard.jit converted host callback operands to 32 bits (x32 JAX's are 32-bit already).
+    Located at the equation of the first reason."""
+    reasons: list[_Reason] = []
+    if len(check.converts64) != len(check.converts32):
+        reasons.append(_Reason((check.converts64 or check.converts32)[0],
+                               f"the x64 trace holds {len(check.converts64)} conversions that change no type "
+                               f"once narrowed (weak-typed values made strong), the x32 trace "
+                               f"{len(check.converts32)}"))
+    if check.converts_in_lowerings:
+        reasons.append(_Reason(check.converts_in_lowerings[0],
+                               f"the library primitive {check.converts_in_lowerings[0].primitive.name} lowers "
+                               "with such conversions at one width and not at the other"))
+    if check.merged_widths:
+        reasons.append(_Reason(check.merged_widths[0],
+                               f"{check.merged_widths[0].primitive.name} takes operands of two widths that narrow "
+                               "to one type (its lowering converts one operand to the other's type)"))
+    if callbacks_converted:
+        reasons.append(_Reason(None, "x64guard.jit converts host callback operands to 32 bits before the callback"))
+    if not reasons:
+        return None
+    first = reasons[0].equation
+    location = (_private.equation_location(first) if first is not None else "") or user_place()
+    return Finding(Kind.IDENTITY_CONVERT, "info", "convert", location,
+                   f"{'; '.join(reason.what for reason in reasons)}: the narrowed module may hold converts x32 JAX's "
+                   "does not, or lack some it holds, each a convert to the type its operand has, which computes "
+                   "nothing: the same program")
+
+
+def matched_constant_message(finding: Finding) -> str:
+    user = user_place()
+    return (f"{user}: a float64 constant at {finding.location} equals a finfo(float64) expression "
+            f"({finding.message.split(':')[0]}), but the function traced with x64 off holds its plain rounding "
+            "(a literal, not the expression): x64guard runs the x32 program (JAX's trace with x64 off: x32 JAX's "
+            "answer) instead of narrowing the x64 one [dtype-constant]")
+
