@@ -47,7 +47,6 @@ MUTATION_ALLOWED: dict[str, str] = {
     "x64guard/_compat.py": "front end: rewrites mhlo.backend_config of host callbacks in a lowered submodule",
     "x64guard/torch_xla/source.py": "front end: sets op locations to the model's source lines",
     "x64guard/torch_xla/rng.py": "front end: replaces the RNG seed computation by host-computed constants",
-    "x64guard/torch_xla/overflow.py": "front end: inserts the int64 overflow checks into a narrowed module",
 }
 # Files allowed to call the bindings' `walk` (the pass walks once, in driver.py).
 WALK_ALLOWED: dict[str, str] = {
