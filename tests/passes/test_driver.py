@@ -46,13 +46,11 @@ MUTATION_ALLOWED: dict[str, str] = {
     "x64guard/torch_xla/mixed.py": "replace_all_uses_with on a torch.fx graph, not on MLIR",
     "x64guard/_compat.py": "front end: rewrites mhlo.backend_config of host callbacks in a lowered submodule",
     "x64guard/torch_xla/source.py": "front end: sets op locations to the model's source lines",
-    "x64guard/torch_xla/rng.py": "front end: replaces the RNG seed computation by host-computed constants",
 }
 # Files allowed to call the bindings' `walk` (the pass walks once, in driver.py).
 WALK_ALLOWED: dict[str, str] = {
     "x64guard/passes/driver.py": "the one walk (collect) and the guarded walk helper",
     "x64guard/_compat.py": "front end: finds host callbacks in a lowered submodule",
-    "x64guard/torch_xla/rng.py": "front end: finds the RNG seed computation",
     "x64guard/torch_xla/source.py": "front end: reads and rewrites op locations",
 }
 
