@@ -30,7 +30,8 @@ GOLDEN_RNG = Path(__file__).resolve().parent / "golden" / "rng"
 _MUTATING = re.compile(r"(?<!rewriter)\.(?:set_type|erase|replace_all_uses_with|replace_all_uses_except|"
                        r"replace_uses_of_with|move_before|move_after)\(|ir\.Operation\.create\(|"
                        r"InsertionPoint|\.attributes\[[^\]]+\]\s*=(?!=)|\.location\s*=(?!=)|"
-                       r"\.operands\[[^\]]+\]\s*=(?!=)|(?<!rewriter)\.(?:erase_argument\(|add_argument\((?![\"']))|\.blocks\.append\(")
+                       r"\.operands\[[^\]]+\]\s*=(?!=)|\.blocks\.append\(|"
+                       r"(?<!rewriter)\.(?:erase_argument\(|add_argument\((?![\"']))")  # not argparse's
 # A walk of the bindings (`op.walk(...)`), or of driver.walk outside the driver.
 _WALKS = re.compile(r"\.walk\(|(?<![\w.])walk\((?!op_class)")
 

@@ -4,9 +4,10 @@
 regions' blocks) at an insertion point it grants, block arguments, uses, erasures (some
 deferred until the walk is over: a pre-order walk must not lose the op it stands on). The
 front ends' edits (x64guard/torch_xla/: its RNG inputs, overflow checks, result dtypes and
-source locations) go through one too, with no deferred change (no `finish`). `RecordingRewriter` is its twin for `mode='allow'` and `check`: the same
-methods, which count what would change and touch nothing. Patterns never ask which one
-they were given; one that tried to mutate the module without a rewriter would be caught by
+source locations) go through one too, with no deferred change (no `finish`).
+`RecordingRewriter` is its twin for `mode='allow'` and `check`: the same methods, which
+count what would change and touch nothing. Patterns never ask which one they were given;
+one that tried to mutate the module without a rewriter would be caught by
 tests/passes/test_driver.py (no pattern module calls a mutating binding directly), and one
 that asked a recording rewriter for an insertion point would fail loudly instead of
 half-narrowing a module reported as unchanged.
