@@ -1,10 +1,13 @@
 """Every mutation of a module goes through a `Rewriter`.
 
-`Rewriter` changes the module: types, attributes, new ops at an insertion point it grants,
-uses, erasures (some deferred until the walk is over: a pre-order walk must not lose the op
-it stands on). `RecordingRewriter` is its twin for `mode='allow'` and `check`: the same
-methods, which count what would change and touch nothing. Patterns never ask which one
-they were given; one that tried to mutate the module without a rewriter would be caught by
+`Rewriter` changes the module: types, attributes, operands, locations, new ops (and their
+regions' blocks) at an insertion point it grants, block arguments, uses, erasures (some
+deferred until the walk is over: a pre-order walk must not lose the op it stands on). The
+front ends' edits (x64guard/torch_xla/: its RNG inputs, overflow checks, result dtypes and
+source locations) go through one too, with no deferred change (no `finish`).
+`RecordingRewriter` is its twin for `mode='allow'` and `check`: the same methods, which
+count what would change and touch nothing. Patterns never ask which one they were given;
+one that tried to mutate the module without a rewriter would be caught by
 tests/passes/test_driver.py (no pattern module calls a mutating binding directly), and one
 that asked a recording rewriter for an insertion point would fail loudly instead of
 half-narrowing a module reported as unchanged.
@@ -56,6 +59,19 @@ class Rewriter:
         """`attr` may be a function that builds it (a large constant's values): only a
         rewriting run calls it."""
         op.attributes[name] = attr() if callable(attr) else attr
+
+    def set_operand(self, op: ir.Operation, index: int, value: ir.Value) -> None:
+        """`op`'s operand `index` becomes `value`."""
+        op.operands[index] = value
+
+    def set_location(self, op: ir.Operation, location: ir.Location) -> None:
+        """A front end's relocation (the model's source line): types and uses unchanged."""
+        op.location = location
+
+    def set_function_type(self, function: ir.Operation, inputs: Sequence[ir.Type], results: Sequence[ir.Type]) -> None:
+        """`function`'s `function_type` after its block's arguments or its return changed."""
+        self.set_attribute(function, "function_type",
+                           ir.TypeAttr.get(ir.FunctionType.get(list(inputs), list(results))))
 
     # --- deferred until the walk is over --------------------------------------------------
     def forward_operand(self, op: ir.Operation, index: int = 0) -> None:
@@ -113,10 +129,32 @@ class Rewriter:
         with ir.InsertionPoint.after(op), op.location:
             yield
 
+    @contextlib.contextmanager
+    def insert_at_end(self, block: ir.Block) -> Iterator[None]:
+        """Ops built inside go at the end of `block` (the body of an op `create_op` made
+        with regions), at the location of the enclosing context."""
+        with ir.InsertionPoint(block):
+            yield
+
     def create_op(self, name: str, results: Sequence[ir.Type], operands: Sequence[ir.Value],
-                  attributes: dict | None = None) -> ir.Operation:
-        """A new op at the current insertion point (inside `insert_before`/`insert_after`)."""
-        return ir.Operation.create(name, results=list(results), operands=list(operands), attributes=attributes)
+                  attributes: dict | None = None, regions: int = 0) -> ir.Operation:
+        """A new op at the current insertion point (inside `insert_before`/`insert_after`/
+        `insert_at_end`); `regions` empty regions, filled with `append_block`."""
+        return ir.Operation.create(name, results=list(results), operands=list(operands), attributes=attributes,
+                                   regions=regions)
+
+    def append_block(self, region: ir.Region, argument_types: Sequence[ir.Type]) -> ir.Block:
+        """A new last block of `region` (of an op `create_op` made), with arguments of `argument_types`."""
+        return region.blocks.append(*argument_types)
+
+    def add_argument(self, block: ir.Block, type_: ir.Type, location: ir.Location) -> ir.Value:
+        """A new last argument of `block` (a front end's new program input); the function's
+        `function_type` is the caller's to update (`set_function_type`)."""
+        return block.add_argument(type_, location)
+
+    def erase_argument(self, block: ir.Block, index: int) -> None:
+        """`block`'s argument `index`, which must have no uses left; `function_type` as above."""
+        block.erase_argument(index)
 
     def replace_all_uses(self, value: ir.Value, new: ir.Value, *, except_in: ir.Operation | None = None) -> None:
         if except_in is None:
@@ -173,8 +211,25 @@ class RecordingRewriter(Rewriter):
 
     insert_after = insert_before
 
+    insert_at_end = insert_before
+
     def create_op(self, *args, **kwargs):
         raise RecordingRewriterCannotBuild("x64guard internal error: a recording run cannot create ops")
+
+    def append_block(self, *args, **kwargs):
+        raise RecordingRewriterCannotBuild("x64guard internal error: a recording run cannot create blocks")
+
+    def add_argument(self, *args, **kwargs):
+        raise RecordingRewriterCannotBuild("x64guard internal error: a recording run cannot add arguments")
+
+    def set_operand(self, op, index, value) -> None:
+        self.recorded["set_operand"] += 1
+
+    def set_location(self, op, location) -> None:
+        self.recorded["set_location"] += 1
+
+    def erase_argument(self, block, index) -> None:
+        self.recorded["erase_argument"] += 1
 
     def replace_all_uses(self, value, new, *, except_in=None) -> None:
         self.recorded["replace_all_uses"] += 1

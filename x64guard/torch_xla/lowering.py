@@ -12,6 +12,7 @@ import torch
 from x64guard.findings import Kind
 from x64guard.io import modules as xmlir
 from x64guard.passes.ir_queries import main_function
+from x64guard.passes.rewriter import Rewriter
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla.base import MLIR_ELEMENT
 from x64guard.torch_xla.failures import _refusal
@@ -32,6 +33,7 @@ def _match_result_dtypes(module, dtypes: Sequence[torch.dtype]) -> int:
     main = main_function(module)
     block = main.regions[0].blocks[0]
     terminator = block.operations[len(block.operations) - 1]
+    rewriter = Rewriter()
     changed = 0
     with module.context, terminator.location:
         for k, (value, dtype) in enumerate(zip(list(terminator.operands), dtypes)):
@@ -40,21 +42,20 @@ def _match_result_dtypes(module, dtypes: Sequence[torch.dtype]) -> int:
             if want is None or str(shaped.element_type) == want:
                 continue
             target = ir.RankedTensorType.get(shaped.shape, ir.Type.parse(want))
-            with ir.InsertionPoint(terminator):
+            with rewriter.insert_before(terminator):
                 if dtype is torch.bool:
-                    zero = ir.Operation.create("stablehlo.constant", results=[value.type], attributes={
+                    zero = rewriter.create_op("stablehlo.constant", [value.type], [], {
                         "value": ir.DenseElementsAttr.get_splat(value.type, _zero_attr(shaped.element_type))})
-                    converted = ir.Operation.create(
-                        "stablehlo.compare", results=[target], operands=[value, zero.result],
-                        attributes={"comparison_direction": ir.Attribute.parse("#stablehlo<comparison_direction NE>")})
+                    converted = rewriter.create_op(
+                        "stablehlo.compare", [target], [value, zero.result],
+                        {"comparison_direction": ir.Attribute.parse("#stablehlo<comparison_direction NE>")})
                 else:
-                    converted = ir.Operation.create("stablehlo.convert", results=[target], operands=[value])
-            terminator.operands[k] = converted.result
+                    converted = rewriter.create_op("stablehlo.convert", [target], [value])
+            rewriter.set_operand(terminator, k, converted.result)
             changed += 1
         if changed:
             function_type = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
-            results = [v.type for v in terminator.operands]
-            main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(function_type.inputs, results))
+            rewriter.set_function_type(main, function_type.inputs, [v.type for v in terminator.operands])
     return changed
 
 

@@ -39,6 +39,7 @@ from typing import Sequence
 from jax.extend.mlir import ir
 
 from x64guard.passes.ir_queries import main_function, read_attribute
+from x64guard.passes.rewriter import Rewriter
 
 I32_MIN, I32_MAX = -(2 ** 31), 2 ** 31 - 1
 _FULL = (I32_MIN, I32_MAX)
@@ -130,8 +131,9 @@ def _count(shape: Sequence[int], dims: Sequence[int]) -> int:
 
 
 class _Guard:
-    def __init__(self, module):
+    def __init__(self, module, rewriter: Rewriter):
         self.module = module
+        self.rewriter = rewriter
         self.ranges: dict = {}
         self.flags: list = []
         self.locations: list[str] = []
@@ -146,8 +148,7 @@ class _Guard:
         return ir.RankedTensorType.get(shape, ir.F32Type.get())
 
     def _op(self, name: str, result_type, operands, attributes=None):
-        return ir.Operation.create(name, results=[result_type], operands=list(operands),
-                                   attributes=attributes or {}).result
+        return self.rewriter.create_op(name, [result_type], operands, attributes or {}).result
 
     def _scalar(self, value: float, shape):
         tensor = self._f32(shape)
@@ -166,13 +167,12 @@ class _Guard:
         start = self._scalar(init, []) if isinstance(element, ir.F32Type) else self._op(
             "stablehlo.constant", scalar, [], {"value": ir.DenseElementsAttr.get_splat(
                 scalar, ir.IntegerAttr.get(element, 0))})
-        reduce = ir.Operation.create("stablehlo.reduce", results=[scalar], operands=[value, start],
-                                     attributes={"dimensions": ir.DenseI64ArrayAttr.get(list(range(len(shape))))},
-                                     regions=1)
-        block = reduce.regions[0].blocks.append(scalar, scalar)
-        with ir.InsertionPoint(block):
+        reduce = self.rewriter.create_op("stablehlo.reduce", [scalar], [value, start],
+                                         {"dimensions": ir.DenseI64ArrayAttr.get(list(range(len(shape))))}, regions=1)
+        block = self.rewriter.append_block(reduce.regions[0], [scalar, scalar])
+        with self.rewriter.insert_at_end(block):
             combined = self._op(body, scalar, [block.arguments[0], block.arguments[1]])
-            ir.Operation.create("stablehlo.return", results=[], operands=[combined])
+            self.rewriter.create_op("stablehlo.return", [], [combined])
         return reduce.result
 
     def _largest(self, value):
@@ -446,7 +446,8 @@ def guard(module) -> OverflowChecks:
     Nothing is added when every 64-bit integer op is proved to stay in int32."""
     main = _main(module)
     block = main.regions[0].blocks[0]
-    guard_ = _Guard(module)
+    rewriter = Rewriter()
+    guard_ = _Guard(module, rewriter)
     with module.context:
         for argument in block.arguments:
             if _is_i64(argument):
@@ -454,25 +455,23 @@ def guard(module) -> OverflowChecks:
         operations = list(block.operations)
         terminator = operations[-1]
         for op in operations[:-1]:
-            with ir.InsertionPoint(terminator), op.location:
+            with rewriter.insert_before(terminator), op.location:   # the checks at the checked op's line
                 guard_.visit(op.operation)
         if not guard_.flags:
             return OverflowChecks([])
-        with ir.InsertionPoint(terminator), ir.Location.unknown():
+        with rewriter.insert_before(terminator), ir.Location.unknown():
             one = ir.RankedTensorType.get([1], ir.IntegerType.get_signless(1))
-            pieces = [ir.Operation.create("stablehlo.reshape", results=[one], operands=[f]).result
-                      for f in guard_.flags]
+            pieces = [rewriter.create_op("stablehlo.reshape", [one], [f]).result for f in guard_.flags]
             flags_type = ir.RankedTensorType.get([len(pieces)], ir.IntegerType.get_signless(1))
-            flags = pieces[0] if len(pieces) == 1 else ir.Operation.create(
-                "stablehlo.concatenate", results=[flags_type], operands=pieces,
-                attributes={"dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).result
-        operands = list(terminator.operands) + [flags]
-        new_terminator = ir.Operation.create(terminator.name, results=[], operands=operands,
-                                             loc=terminator.location, ip=ir.InsertionPoint(terminator))
-        terminator.erase()
+            flags = pieces[0] if len(pieces) == 1 else rewriter.create_op(
+                "stablehlo.concatenate", [flags_type], pieces,
+                {"dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).result
+        # The flags are one more operand of the return: a new terminator replaces the old.
+        with rewriter.insert_before(terminator):
+            new_terminator = rewriter.create_op(terminator.name, [], list(terminator.operands) + [flags])
+        rewriter.erase(terminator)
         function_type = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
-        main.attributes["function_type"] = ir.TypeAttr.get(
-            ir.FunctionType.get(function_type.inputs, [v.type for v in new_terminator.operands]))
+        rewriter.set_function_type(main, function_type.inputs, [v.type for v in new_terminator.operands])
     return OverflowChecks(guard_.locations)
 
 

@@ -33,7 +33,9 @@ import numpy as np
 from jax.extend.mlir import ir
 
 from x64guard.passes.constant_io import read_constant
+from x64guard.passes.driver import collect
 from x64guard.passes.ir_queries import element_type, main_function
+from x64guard.passes.rewriter import Rewriter
 from x64guard.passes.tables import INTEGER_NUMPY_DTYPE
 
 # The integer element types a state computation may hold, and their numpy dtypes: the core's
@@ -142,14 +144,10 @@ def extract_rng_states(module: ir.Module, seed_argument: int | None) -> RngState
     computed from anything but the seed argument and constants."""
     main = _main(module)
     block = main.regions[0].blocks[0]
-    generators = []
-
-    def visit(op):
-        if op.name == "stablehlo.rng_bit_generator":
-            generators.append(op)
-        return ir.WalkResult.ADVANCE
-
-    main.walk(visit)
+    main_name = ir.StringAttr(main.attributes["sym_name"]).value
+    walked = collect(module)   # the driver's walk; generators have no regions: document order
+    generators = [op for op, name, function in zip(walked.ops, walked.names, walked.functions)
+                  if name == "stablehlo.rng_bit_generator" and function == main_name]
     if not generators:
         return None
     seed = block.arguments[seed_argument] if seed_argument is not None else None
@@ -198,7 +196,7 @@ def extract_rng_states(module: ir.Module, seed_argument: int | None) -> RngState
         state_shape = shape
         outputs.append(step_of(state))
     plan = RngStates(steps, outputs, state_shape)
-    _rewrite(module, main, block, generators, plan, seed_argument, ops)
+    _rewrite(module, main, block, generators, plan, seed_argument, ops, Rewriter())
     return plan
 
 
@@ -210,51 +208,49 @@ def _main(module: ir.Module) -> ir.Operation:
 
 
 def _rewrite(module: ir.Module, main: ir.Operation, block: ir.Block, generators: list, plan: RngStates,
-             seed_argument: int | None, state_ops: list[ir.Operation]) -> None:
+             seed_argument: int | None, state_ops: list[ir.Operation], rewriter: Rewriter) -> None:
     with module.context, ir.Location.unknown():
         i32 = ir.IntegerType.get_signless(32)
         ui32 = ir.IntegerType.get_unsigned(32)
         ui64 = ir.IntegerType.get_unsigned(64)
         words_type = ir.RankedTensorType.get(list(plan.input_shape()), i32)
         location = ir.Location.file(STATE_LOCATION, 0, 0)
-        words = block.add_argument(words_type, location)
+        words = rewriter.add_argument(block, words_type, location)
         first = block.operations[0]
         per_state = [*plan.state_shape, 2]
         for k, generator in enumerate(generators):
-            with ir.InsertionPoint(first), location:
+            with rewriter.insert_before(first), location:
                 start = ir.DenseI64ArrayAttr.get([k] + [0] * len(per_state))
                 limit = ir.DenseI64ArrayAttr.get([k + 1] + per_state)
                 strides = ir.DenseI64ArrayAttr.get([1] * (len(per_state) + 1))
-                sliced = ir.Operation.create(
-                    "stablehlo.slice", results=[ir.RankedTensorType.get([1] + per_state, i32)], operands=[words],
-                    attributes={"start_indices": start, "limit_indices": limit, "strides": strides})
-                shaped = ir.Operation.create("stablehlo.reshape", results=[ir.RankedTensorType.get(per_state, i32)],
-                                             operands=[sliced.result])
-                unsigned = ir.Operation.create("stablehlo.bitcast_convert",
-                                               results=[ir.RankedTensorType.get(per_state, ui32)],
-                                               operands=[shaped.result])
-                state = ir.Operation.create("stablehlo.bitcast_convert",
-                                            results=[ir.RankedTensorType.get(list(plan.state_shape), ui64)],
-                                            operands=[unsigned.result])
-            generator.operands[0] = state.result
+                sliced = rewriter.create_op(
+                    "stablehlo.slice", [ir.RankedTensorType.get([1] + per_state, i32)], [words],
+                    {"start_indices": start, "limit_indices": limit, "strides": strides})
+                shaped = rewriter.create_op("stablehlo.reshape", [ir.RankedTensorType.get(per_state, i32)],
+                                            [sliced.result])
+                unsigned = rewriter.create_op("stablehlo.bitcast_convert", [ir.RankedTensorType.get(per_state, ui32)],
+                                              [shaped.result])
+                state = rewriter.create_op("stablehlo.bitcast_convert",
+                                           [ir.RankedTensorType.get(list(plan.state_shape), ui64)], [unsigned.result])
+            rewriter.set_operand(generator, 0, state.result)
         # The old state computations, now unused: users before producers (steps are in
         # evaluation order), each op once.
         for op in reversed(state_ops):
             if not any(True for r in op.results for _ in r.uses):
-                op.erase()
+                rewriter.erase(op)
         if seed_argument is not None:
             seed = block.arguments[seed_argument]
             if any(True for _ in seed.uses):
                 raise RngStateError("torch-xla's seed is used beyond the random-number generators' states",
                                     "func.func")
-            block.erase_argument(seed_argument)
+            rewriter.erase_argument(block, seed_argument)
         arguments = [a.type for a in block.arguments]
         function_type = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
-        main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(arguments, function_type.results))
-        _drop_argument_attributes(main, seed_argument, len(arguments))
+        rewriter.set_function_type(main, arguments, function_type.results)
+        _drop_argument_attributes(main, seed_argument, len(arguments), rewriter)
 
 
-def _drop_argument_attributes(main: ir.Operation, removed: int | None, count: int) -> None:
+def _drop_argument_attributes(main: ir.Operation, removed: int | None, count: int, rewriter: Rewriter) -> None:
     """Keep `arg_attrs`, if any, in step with the arguments."""
     if "arg_attrs" not in main.attributes:
         return
@@ -263,7 +259,7 @@ def _drop_argument_attributes(main: ir.Operation, removed: int | None, count: in
         attrs.pop(removed)
     while len(attrs) < count:
         attrs.append(ir.DictAttr.get({}))
-    main.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+    rewriter.set_attribute(main, "arg_attrs", ir.ArrayAttr.get(attrs))
 
 
 def openxla_next_seed(seed: int) -> int:

@@ -30,6 +30,7 @@ from jax.extend.mlir import ir
 
 import x64guard
 from x64guard.findings import POSITION, SOURCE, Finding, Location
+from x64guard.passes.rewriter import Rewriter
 
 TRAMPOLINE_FILE = "x64guard-fx-node"
 _TRAMPOLINE_FRAME = re.compile(r'"' + re.escape(TRAMPOLINE_FILE) + r'":(\d+):')
@@ -130,6 +131,7 @@ def _relocate(module: ir.Module, location_for: Callable[[str], "ir.Location | No
     location text); returns how many ops were relocated."""
     cache: dict[str, ir.Location | None] = {}
     count = 0
+    rewriter = Rewriter()
     with module.context:
         def visit(op):
             nonlocal count
@@ -137,10 +139,13 @@ def _relocate(module: ir.Module, location_for: Callable[[str], "ir.Location | No
             if text not in cache:
                 cache[text] = location_for(text)
             if cache[text] is not None:
-                op.location = cache[text]
+                rewriter.set_location(op, cache[text])
                 count += 1
             return ir.WalkResult.ADVANCE
 
+        # The bindings' post-order walk, not the driver's pre-order one: the order in which
+        # `location_for` first sees a line's FX nodes is the order of the module paths the
+        # findings name (SourceMap.at_line).
         module.operation.walk(visit)
     return count
 
