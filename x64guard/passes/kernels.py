@@ -23,7 +23,7 @@ tables). So the body is evaluated symbolically, lane by lane:
   a data-dependent loop) ends the proof with "not shown".
 
 The outputs' terms must equal those of Threefry-2x32 as specified (Salmon et al., SC'11:
-20 rounds, rotations and key-schedule parity in tables.py), built by the same builder.
+20 rounds, rotations and key-schedule parity in tables/idioms.py), built by the same builder.
 Incomplete normalisation can only make the proof fail (a refusal), never succeed wrongly.
 """
 

@@ -76,7 +76,7 @@ class NarrowCustomCall(RewritePattern):
         ctx.report(Kind.CUSTOM_CALL, Severity.ERROR,
                    f"custom_call @{target} has 64-bit types, {what}, and x64guard does not know a 32-bit "
                   f"version of it; {_KEEP_64}, or add the target to x64guard's custom_call table "
-                  "(x64guard/passes/tables.py) if its kernel works on any element type",
+                  "(x64guard/passes/tables/ops.py) if its kernel works on any element type",
                   op_name=op_name)
         return Outcome.REWROTE
 
