@@ -158,17 +158,19 @@ def test_grad_with_integer_inputs_gives_float0():
 
 # --- caching, lowering -------------------------------------------------------------
 
-class CompileCounter:
-    def __init__(self):
-        self.count = 0
+class EventCounter:
+    """How many times JAX reported `event` (a duration event of jax.monitoring)."""
+
+    def __init__(self, event: str):
+        self.event, self.count = event, 0
         jax.monitoring.register_event_duration_secs_listener(self._listen)
 
     def _listen(self, event, duration, **kwargs):
-        if event == "/jax/core/compile/backend_compile_duration":
+        if event == self.event:
             self.count += 1
 
 
-COMPILES = CompileCounter()
+COMPILES = EventCounter("/jax/core/compile/backend_compile_duration")
 
 
 def test_second_call_neither_retraces_nor_recompiles():
@@ -268,17 +270,7 @@ def test_set_mode_is_process_wide_and_explicit_mode_wins():
 
 # --- lowering once -------------------------------------------------------------------
 
-class LoweringCounter:
-    def __init__(self):
-        self.lowerings = 0
-        jax.monitoring.register_event_duration_secs_listener(self._listen)
-
-    def _listen(self, event, duration, **kwargs):
-        if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
-            self.lowerings += 1
-
-
-LOWERINGS = LoweringCounter()
+LOWERINGS = EventCounter("/jax/core/compile/jaxpr_to_mlir_module_duration")
 
 
 def test_first_call_lowers_the_function_once_and_compiles_once():
@@ -288,17 +280,17 @@ def test_first_call_lowers_the_function_once_and_compiles_once():
         return jnp.tanh(x @ y) * 2.0
 
     x, y = np.ones((4, 3)), np.ones((3, 2))
-    lowerings, compiles = LOWERINGS.lowerings, COMPILES.count
+    lowerings, compiles = LOWERINGS.count, COMPILES.count
     out = x64guard.jit(fresh)(x, y)
     assert out.dtype == jnp.float32
-    assert (LOWERINGS.lowerings - lowerings, COMPILES.count - compiles) == (1, 1)
+    assert (LOWERINGS.count - lowerings, COMPILES.count - compiles) == (1, 1)
     fn = x64guard.jit(fresh)  # another function object: its own cache
     fn(x, y)
-    lowerings, compiles = LOWERINGS.lowerings, COMPILES.count
+    lowerings, compiles = LOWERINGS.count, COMPILES.count
     for _ in range(3):
         fn(x, y)
         fn(x.astype(np.float32), y.astype(np.float32))  # float32 inputs: traced at their own width, once
-    assert (LOWERINGS.lowerings - lowerings, COMPILES.count - compiles) == (1, 1)
+    assert (LOWERINGS.count - lowerings, COMPILES.count - compiles) == (1, 1)
 
 
 def test_int64_arrays_are_range_checked_on_every_call_of_a_signature():
@@ -344,9 +336,9 @@ def test_float64_arrays_of_a_caller_with_x64_on_lower_once_and_match_x32_jax():
     with oracle.x64(True):
         args = (jnp.asarray(x), jnp.asarray(w), 3)
         assert args[0].dtype == jnp.float64
-        lowerings, compiles = LOWERINGS.lowerings, COMPILES.count
+        lowerings, compiles = LOWERINGS.count, COMPILES.count
         outs = [np.asarray(fn(*args)) for _ in range(3)]
-        assert (LOWERINGS.lowerings - lowerings, COMPILES.count - compiles) == (1, 1)
+        assert (LOWERINGS.count - lowerings, COMPILES.count - compiles) == (1, 1)
     assert all(oracle.bit_identical(o, want) for o in outs)
 
 

@@ -55,6 +55,19 @@ def _xlac():
     return torch_xla._XLAC
 
 
+@contextlib.contextmanager
+def _process_flag(name: str, value: bool) -> Iterator[None]:
+    """torch-xla's process-wide flag `name` (`_XLAC._get_<name>` / `_set_<name>`) set to
+    `value` meanwhile, and restored on exit."""
+    xlac = _xlac()
+    previous = getattr(xlac, f"_get_{name}")()
+    getattr(xlac, f"_set_{name}")(value)
+    try:
+        yield
+    finally:
+        getattr(xlac, f"_set_{name}")(previous)
+
+
 # ----------------------------------------------------------------------------- the lazy graph
 
 # seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._get_stablehlo
@@ -78,13 +91,8 @@ def python_frames_recorded() -> Iterator[None]:
     debugging, `FLAGS_torch_lazy_ir_debug`), and a lowering done meanwhile writes it into
     each op's location as `callsite(...)` (both need the flag). Process-wide: restored on exit. (`XLA_HLO_DEBUG`, which
     torch-xla's own export sets, is read once per process and cannot be turned on later.)"""
-    xlac = _xlac()
-    previous = xlac._get_ir_debug()
-    xlac._set_ir_debug(True)
-    try:
+    with _process_flag("ir_debug", True):
         yield
-    finally:
-        xlac._set_ir_debug(previous)
 
 
 # seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._get_xla_handle_special_scalars, torch_xla._XLAC._set_xla_handle_special_scalars
@@ -94,13 +102,8 @@ def device_data_transfers() -> Iterator[None]:
     tensor does: by default torch-xla turns a 0-dim tensor holding 0 or 1 (its "special
     scalars") into a constant of the graph instead, which would freeze the value of an
     input into a program. Process-wide: restored on exit."""
-    xlac = _xlac()
-    previous = xlac._get_xla_handle_special_scalars()
-    xlac._set_xla_handle_special_scalars(False)
-    try:
+    with _process_flag("xla_handle_special_scalars", False):
         yield
-    finally:
-        xlac._set_xla_handle_special_scalars(previous)
 
 
 # seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._xla_get_rng_seed
@@ -196,13 +199,8 @@ def inline_scalars() -> Iterator[None]:
     """Python numbers become `stablehlo.constant`s instead of device-data parameters
     while tracing (what torch-xla's StableHLO export does), so the core pass sees, checks
     and narrows their values. A process-wide torch-xla flag: restored on exit."""
-    xlac = _xlac()
-    previous = xlac._get_xla_all_numbers_special_scalars()
-    xlac._set_xla_all_numbers_special_scalars(True)
-    try:
+    with _process_flag("xla_all_numbers_special_scalars", True):
         yield
-    finally:
-        xlac._set_xla_all_numbers_special_scalars(previous)
 
 
 # ----------------------------------------------------------------------------- user computations
