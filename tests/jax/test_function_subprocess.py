@@ -1,23 +1,13 @@
 """x64guard.jit where a fresh process is needed: 8 simulated devices for sharded
 programs, and a temporary persistent compilation cache directory."""
 
-import json
-import os
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.support import child
 
 
 def run_child(code: str, env_extra: dict) -> dict:
-    env = {**os.environ, **env_extra, "PYTHONPATH": ROOT}
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return child.run_json(code, env=env_extra, timeout=600)
 
 
 SHARDED = """

@@ -7,7 +7,6 @@ import copy
 import os
 import re
 import subprocess
-import sys
 import warnings
 
 import torch
@@ -15,6 +14,7 @@ import torch_xla
 
 import x64guard
 import x64guard.torch_xla as xt
+from tests.support import child
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEVICE = torch_xla.device()
@@ -72,10 +72,9 @@ def last_graph():
 
 
 def run_python(code: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
-    """`code` in a fresh interpreter (for environment variables torch-xla reads once)."""
-    full_env = {**os.environ, "PJRT_DEVICE": "CPU", "PYTHONPATH": ROOT, **(env or {})}
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
-                          env=full_env, cwd=ROOT)
+    """`code` in a fresh interpreter (for environment variables torch-xla reads once), on
+    torch-xla's CPU device unless `env` says otherwise."""
+    return child.run_python("-c", code, env={"PJRT_DEVICE": "CPU", **(env or {})}, timeout=timeout)
 
 
 _HLO_INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%([\w.-]+) = (\(.*?\)|\S+) ([a-z][\w-]*)\((.*)$")

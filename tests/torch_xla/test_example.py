@@ -1,20 +1,15 @@
 """examples/torch_xla_narrow.py runs as a torch-xla user runs it."""
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
-from tests.torch_xla.common import ROOT
+from tests.support import child
 
 
 @pytest.mark.slow
 def test_torch_xla_example():
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "torch_xla_narrow.py")],
-                          capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "PYTHONPATH": ROOT, "PJRT_DEVICE": "CPU"})
+    proc = child.run_python("examples/torch_xla_narrow.py", env={"PJRT_DEVICE": "CPU"}, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert "to_device:    parameters {torch.float32} | ids torch.int64 on xla:0" in out
