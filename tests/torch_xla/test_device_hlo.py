@@ -10,7 +10,8 @@ torch-xla compiled in a child process:
   states this limit.);
 * `narrow_exported` with inputs on the host: none either;
 * the backend given tensors the user already put on the device at 64 bits: the program
-  holds none; the only modules with 64-bit types are the boundary casts of those tensors;
+  holds none; the only modules with 64-bit types are the boundary casts of the float ones
+  (integers are read back and cast on the host);
 * a transformer with dropout trained through the backend: the one 64-bit
   value is the random-number generator's state, which the x32 profile allows.
 """
@@ -26,6 +27,7 @@ import pytest
 from tests.torch_xla.common import run_python, wide_values_beside_rng_state
 
 WIDE = re.compile(r"\b(?:s64|u64|f64|c128)\[")
+INTEGER_WIDE = re.compile(r"\b[su]64\[")
 # A boundary cast: a convert, with min/max (a reduce, or its stack) for the range check of integers.
 BOUNDARY_OPS = {"parameter", "convert", "reshape", "reduce", "constant", "tuple", "minimum", "maximum",
                 "concatenate", "broadcast", "bitcast", "copy", "call", "get-tuple-element"}
@@ -162,9 +164,10 @@ def test_no_64bit_type_in_the_program(block_dump):
     wide = [name for name, text in modules.items() if WIDE.search(text)]
     if path == "export":   # inputs and parameters cast on the host: nothing 64-bit at all
         assert not wide
-    else:                  # tensors the user put on the device in 64 bits: only their boundary casts
-        assert wide        # (float64 parameters, int64 tokens)
+    else:                  # tensors the user put on the device in 64 bits: only the boundary casts
+        assert wide        # of the float64 parameters; the int64 tokens are cast on the host
         assert all(_ops(modules[name]) <= BOUNDARY_OPS for name in wide)
+        assert not [name for name in wide if INTEGER_WIDE.search(modules[name])]
 
 
 @pytest.mark.slow

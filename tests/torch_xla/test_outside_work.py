@@ -214,8 +214,8 @@ def test_mid_step_reads_in_the_lazy_loop_warn_once():
 
 
 def test_x64guards_own_range_checks_are_not_counted_as_mid_step_reads():
-    """Two int64 device inputs are range-checked with one stacked read: a small eager graph
-    of x64guard's own, which the next sync must not report as the user's."""
+    """Two int64 device inputs are read back, range-checked and cast on the host at the
+    boundary: reads of x64guard's own, which the next sync must not report as the user's."""
     settle()
     add = torch.compile(lambda a, b: a * b + 1, backend="x64guard")
     device = xt.to_device(torch.zeros(1)).device

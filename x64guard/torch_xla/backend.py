@@ -16,7 +16,7 @@ from x64guard.modes import Mode, resolve_mode, resolve_overflow
 from x64guard.torch_xla import mixed
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla.base import _COUNTERS, BACKEND_NAME, _device
-from x64guard.torch_xla.boundary import _narrow_alias, _verify
+from x64guard.torch_xla.boundary import _narrow_alias
 from x64guard.torch_xla.failures import _narrowing_for
 from x64guard.torch_xla.repairs import _TorchXlaRepairs
 from x64guard.torch_xla.source import run_node_by_node
@@ -161,10 +161,8 @@ class _CompiledGraph:
                         self._cache[key] = spec
         if spec.program is None:
             return _outputs(spec, [])
-        checks: list = []
-        inputs = _program_inputs(spec, args, self._attr, self.device, self._device_str, checks)
-        # integer inputs cast on the device: raise before returning anything
-        tensors = spec.program.run(inputs, before_checks=functools.partial(_verify, checks) if checks else None)
+        inputs = _program_inputs(spec, args, self._attr, self.device, self._device_str)
+        tensors = spec.program.run(inputs)
         _COUNTERS["calls"] += 1
         if self.role == "graph" and torch.is_grad_enabled():
             anchor = next((a for a in args if isinstance(a, torch.Tensor) and a.requires_grad), None)

@@ -1,6 +1,7 @@
-"""The boundary: 64-bit tensors cast to 32 bits on their way into a narrowed program, on
-the host when they come from the host, on the device (once per device buffer) when they
-live there; integers range-checked, never wrapped."""
+"""The boundary: 64-bit tensors cast to 32 bits on their way into a narrowed program.
+Integers are cast on the host, range-checked there, never wrapped: no program x64guard
+compiles reads a 64-bit integer. Floats from the host are cast on the host; floats that
+live on the device are cast there, by a small program of their own, once per device buffer."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import dataclasses
 import functools
 import threading
 import weakref
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 
@@ -28,18 +29,6 @@ class _BoundaryEntry:
     alias: Any                  # a clone sharing the source's buffer (keeps both ids from reuse), or None
     narrowed: torch.Tensor      # the 32-bit copy programs take
     buffer: Any                 # the buffer's own id, or _ID_TENSOR for to_device's int64 ids
-
-
-class _RangeCheck(NamedTuple):
-    """An integer input cast on the device whose bounds are read after the program is
-    dispatched (`_verify`)."""
-
-    bounds: torch.Tensor        # [min, max] of the wide input, on the device
-    dtype: torch.dtype          # what it was narrowed to
-    path: str                   # the input's name, for messages
-    source: torch.Tensor        # the wide input
-    data: str | None            # its device data's id, None when it was pending
-    narrowed: torch.Tensor
 
 
 class _BoundaryCache:
@@ -143,15 +132,13 @@ def _narrow_on_host(x: torch.Tensor, dtype: torch.dtype, path: str, overflow: st
     return x.detach().to(dtype)
 
 
-def _narrow_on_device(x: torch.Tensor, dtype: torch.dtype, path: str, device: str,
-                      checks: list[_RangeCheck] | None = None) -> torch.Tensor:
-    """Cast a 64-bit XLA tensor at the boundary, once per device buffer: a small graph of
-    its own (convert, and for integers min/max for the range check), so that the
-    narrowed program never sees a 64-bit type.
-
-    With `checks`, the range check is left to the caller (`_verify`), which reads the
-    bounds after it has dispatched the program, so that the two overlap; the caller
-    raises before it returns anything."""
+def _narrow_on_device(x: torch.Tensor, dtype: torch.dtype, path: str, device: str) -> torch.Tensor:
+    """Cast a 64-bit XLA tensor at the boundary, once per device buffer, so that the
+    narrowed program never sees a 64-bit type. An integer tensor is read back, checked
+    and cast on the host and sent again: the range check needs the values on the host
+    anyway, and no 64-bit integer program runs on the device (ids and indices, what
+    int64 device data mostly is, are small). A float tensor (a float64 parameter, often
+    large) is cast on the device by a program of its own."""
     alias = _narrow_alias(x)
     if alias is not None:     # an id tensor made by to_device: its int32 data, no device cast
         return alias
@@ -161,28 +148,23 @@ def _narrow_on_device(x: torch.Tensor, dtype: torch.dtype, path: str, device: st
         cached = _BOUNDARY.get(x, data)
         if cached is not None:
             return cached
-    checked = x.dtype in _INTEGER_NARROW and x.numel() > 0
-    outputs = _boundary_program(tuple(x.shape), x.dtype, dtype, checked).run([x.detach()])
+    if x.dtype in _INTEGER_NARROW:
+        if pending:   # torch-xla's own graph computes it first, as for any input of a program
+            _xc.materialize([x], device)
+        with _xc.device_data_transfers():
+            narrowed = _narrow_on_host(x.detach().cpu(), dtype, path).to(x.device)
+    else:
+        narrowed = _boundary_program(tuple(x.shape), x.dtype, dtype).run([x.detach()])[0]
     _COUNTERS["boundary_casts"] += 1
-    narrowed = outputs[0]
-    if checked:
-        check = _RangeCheck(outputs[1], dtype, path, x, data, narrowed)
-        if checks is None:
-            _verify([check])
-        else:
-            checks.append(check)
-        return narrowed
     if data is not None:
         _BOUNDARY.put(x, data, narrowed)
     return narrowed
 
 
-
 @functools.lru_cache(maxsize=512)
-def _boundary_program(shape: tuple, wide: torch.dtype, narrow: torch.dtype, checked: bool) -> "_Program":
-    """The boundary cast as a compiled program of its own, run from torch-xla's cache
-    (building and hashing a lazy graph for it on every call cost ~0.5 ms): the input
-    converted, and for integers its min and max, for the range check."""
+def _boundary_program(shape: tuple, wide: torch.dtype, narrow: torch.dtype) -> "_Program":
+    """The boundary cast of a float tensor as a compiled program of its own, run from
+    torch-xla's cache (building and hashing a lazy graph for it on every call cost ~0.5 ms)."""
     import jax
     import jax.numpy as jnp
 
@@ -191,8 +173,6 @@ def _boundary_program(shape: tuple, wide: torch.dtype, narrow: torch.dtype, chec
     target = jnp.dtype(JAX_DTYPE_NAME[narrow])
 
     def cast(v):
-        if checked:
-            return v.astype(target), jnp.stack([v.min(), v.max()])
         return (v.astype(target),)
 
     with jax_private.x64_enabled():
@@ -200,22 +180,7 @@ def _boundary_program(shape: tuple, wide: torch.dtype, narrow: torch.dtype, chec
     return _Program(text, [(shape, wide)], _device(), counted=False)
 
 
-def _verify(checks: list[_RangeCheck]) -> None:
-    """The range checks of integer inputs cast on the device: one read of all bounds."""
-    with _xc.own_compiles():   # (stacking the bounds is a small graph of x64guard's own)
-        bounds = checks[0].bounds if len(checks) == 1 else torch.stack([c.bounds for c in checks])
-        values = bounds.cpu().reshape(-1, 2).tolist()
-    for (lo, hi), check in zip(values, checks):
-        info = torch.iinfo(check.dtype)
-        if lo < info.min or hi > info.max:
-            raise _range_error(check.path, int(lo if lo < info.min else hi), check.dtype)
-    for check in checks:
-        if check.data is not None:
-            _BOUNDARY.put(check.source, check.data, check.narrowed)
-
-
-def _to_program_input(x, dtype: torch.dtype, path: str, device: torch.device, device_str: str,
-                      checks: list | None = None) -> torch.Tensor:
+def _to_program_input(x, dtype: torch.dtype, path: str, device: torch.device, device_str: str) -> torch.Tensor:
     """One input as the narrowed program takes it: an XLA tensor of `dtype`."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x64guard.torch_xla: input {path}: expected a tensor, got {type(x).__name__}")
@@ -224,7 +189,7 @@ def _to_program_input(x, dtype: torch.dtype, path: str, device: torch.device, de
             return x
         if NARROW_DTYPE.get(x.dtype) is not dtype:
             raise TypeError(f"x64guard.torch_xla: input {path} is {x.dtype}, the narrowed program takes {dtype}")
-        return _narrow_on_device(x, dtype, path, device_str, checks)
+        return _narrow_on_device(x, dtype, path, device_str)
     # On the host: range-checked and cast there, so that only 32-bit data is transferred.
     if x.dtype is not dtype:
         if NARROW_DTYPE.get(x.dtype) is not dtype:

@@ -3,7 +3,6 @@ the XLA device."""
 
 from __future__ import annotations
 
-import functools
 
 import torch
 from torch.utils import _pytree as pytree
@@ -13,7 +12,7 @@ from x64guard.findings import Finding, Kind
 from x64guard.modes import Mode, resolve_mode, resolve_overflow
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla.base import _COUNTERS, NARROW_DTYPE, _device
-from x64guard.torch_xla.boundary import _to_program_input, _verify
+from x64guard.torch_xla.boundary import _to_program_input
 from x64guard.torch_xla.failures import _narrowing_for, _refusal, _torch_xla_failures
 from x64guard.torch_xla.source import run_node_by_node
 from x64guard.torch_xla.tracing import _outputs, _program_inputs, _Source, _Specialization, _trace
@@ -74,9 +73,8 @@ class NarrowedProgram:
         spec = self._spec
         if spec.program is None:
             return _outputs(spec, [])
-        checks: list = []
-        inputs = _program_inputs(spec, flat, None, self._device, self._device_str, checks)
-        tensors = spec.program.run(inputs, before_checks=functools.partial(_verify, checks) if checks else None)
+        inputs = _program_inputs(spec, flat, None, self._device, self._device_str)
+        tensors = spec.program.run(inputs)
         _COUNTERS["calls"] += 1
         return _outputs(spec, tensors)
 

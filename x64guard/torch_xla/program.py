@@ -4,7 +4,7 @@ into torch-xla's computation cache and run from there."""
 from __future__ import annotations
 
 import itertools
-from typing import Callable, Sequence
+from typing import Sequence
 
 import torch
 
@@ -68,11 +68,9 @@ class _Program:
         compiled.graph = _xc.graph_hash(outputs)
         _xc.warm_up(outputs)
 
-    def run(self, ordered: list[torch.Tensor], before_checks: Callable[[], None] | None = None) -> list[torch.Tensor]:
+    def run(self, ordered: list[torch.Tensor]) -> list[torch.Tensor]:
         """Run on XLA tensors given in the graph's parameter order (`self.order[j]` is the
-        module parameter that graph parameter j takes). `before_checks` runs after the
-        program is dispatched and before its overflow flags are read (the range checks of
-        its inputs: an input out of range is the first thing to report)."""
+        module parameter that graph parameter j takes)."""
         pending = _xc.needs_materialization(ordered)
         if True in pending:  # lazy inputs: execute their own graphs first, as torch-xla's dynamo backend does
             _xc.materialize([t for t, p in zip(ordered, pending) if p], self.device_str)
@@ -83,8 +81,6 @@ class _Program:
                 raise
             self._compile(self._compiled)
             results = _xc.run_cached(self.graph, ordered)
-        if before_checks is not None:
-            before_checks()
         if self.checks is not None:
             _raise_on_overflow(self.checks, results.pop())
         return results

@@ -16,7 +16,7 @@ from x64guard.modes import Mode
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import share as _share
 from x64guard.torch_xla.base import _COUNTERS, NARROW_DTYPE
-from x64guard.torch_xla.boundary import _BOUNDARY, _narrow_alias, _narrow_on_host, _RangeCheck, _to_program_input
+from x64guard.torch_xla.boundary import _BOUNDARY, _narrow_alias, _narrow_on_host, _to_program_input
 from x64guard.torch_xla.failures import _narrow_module, _refusal, _torch_xla_failures, _TraceWatch
 from x64guard.torch_xla.lowering import _read_lowering
 from x64guard.torch_xla.overflow import guard
@@ -333,7 +333,7 @@ def _rng_words(rng: RngStates, device: torch.device, device_str: str) -> torch.T
 
 
 def _program_inputs(spec: _Specialization, args: Sequence, attr: Callable[[str], torch.Tensor] | None,
-                    device: torch.device, device_str: str, checks: list[_RangeCheck]) -> list[torch.Tensor]:
+                    device: torch.device, device_str: str) -> list[torch.Tensor]:
     """The program's inputs for one call, in the compiled graph's order. The steady state
     takes two fast paths: an XLA tensor already of the program's dtype goes through as
     it is, and a 64-bit XLA tensor whose narrowed copy is cached for its current device
@@ -358,7 +358,7 @@ def _program_inputs(spec: _Specialization, args: Sequence, attr: Callable[[str],
             if entry is not None and entry.ref() is x and entry.data == data_id(x):
                 append(entry.narrowed)
                 continue
-        append(_to_program_input(x, dtype, path, device, device_str, checks))
+        append(_to_program_input(x, dtype, path, device, device_str))
     return inputs
 
 
