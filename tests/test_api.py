@@ -266,3 +266,13 @@ def test_untested_jax_version_gives_a_clear_error():
     proc = run_code(code, unset=("X64GUARD_ALLOW_UNTESTED_JAX",))
     assert proc.returncode != 0
     assert "x64guard is tested with jax >= 0.10.0 and < 0.13.0, but jax 0.13.0 is installed" in proc.stderr
+
+
+@pytest.mark.torch
+def test_untested_torch_xla_version_gives_a_clear_error():
+    code = ("import torch_xla; torch_xla.__version__ = '2.10.0'; "
+            "import x64guard.torch_xla")
+    proc = run_code(code, unset=("X64GUARD_ALLOW_UNTESTED_TORCH_XLA",), env={"PJRT_DEVICE": "CPU"})
+    assert proc.returncode != 0
+    assert ("x64guard.torch_xla is tested with torch-xla >= 2.9.0 and < 2.10.0, but torch-xla 2.10.0 is "
+            "installed") in proc.stderr

@@ -45,3 +45,22 @@ def require_tested_versions(versions: dict[str, str], tested: tuple[tuple[int, .
         if not (low <= version_tuple(version) < high):
             raise ImportError(message.format(name=name, version=version, low=".".join(map(str, low)),
                                              high=".".join(map(str, high)), env=allow_env))
+
+
+# [low, high), for torch and torch-xla alike: x64guard.torch_xla calls torch-xla's private
+# graph API (x64guard/torch_xla/_private.py), which changes between releases.
+TESTED_TORCH_XLA = ((2, 9, 0), (2, 10, 0))
+ALLOW_UNTESTED_TORCH_XLA_ENV = "X64GUARD_ALLOW_UNTESTED_TORCH_XLA"
+
+
+def check_torch_xla_version() -> None:
+    import torch
+    import torch_xla
+
+    require_tested_versions(
+        {"torch": torch.__version__, "torch-xla": torch_xla.__version__}, TESTED_TORCH_XLA,
+        ALLOW_UNTESTED_TORCH_XLA_ENV,
+        "x64guard.torch_xla is tested with {name} >= {low} and < {high}, but {name} {version} is installed. It "
+        "uses torch-xla's private graph calls (torch_xla._XLAC), which change between releases; install the "
+        "tested pair (pip install 'x64guard[torch-xla]', i.e. torch==2.9.0 torch-xla==2.9.0) or set {env}=1 "
+        "to try anyway.")

@@ -53,8 +53,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
                       f"(torch==2.9.0, torch-xla==2.9.0) ({exc})") from exc
 
 from x64guard.torch_xla import _private as _xc
+from x64guard.versions import check_torch_xla_version
 
-_xc.check_torch_xla_version()   # before anything else of torch-xla is touched
+check_torch_xla_version()   # before anything else of torch-xla is touched
 
 from x64guard.torch_xla import outside as _outside  # noqa: E402
 from x64guard.torch_xla.backend import backend, compile, compiled_graphs  # noqa: E402

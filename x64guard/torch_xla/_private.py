@@ -3,7 +3,7 @@
 torch-xla has no public hook between its lowering and its compile. The calls below are
 the ones torch-xla's own dynamo bridge, `call_jax` and StableHLO export use; they are
 private (`torch_xla._XLAC`) and change between releases, so x64guard checks the version
-at import and says plainly when it meets another one.
+at import (x64guard/versions.py) and says plainly when it meets another one.
 
 Measured facts behind them (torch 2.9.0, torch-xla 2.9.0): see the notes quoted in
 the modules of x64guard/torch_xla/.
@@ -15,38 +15,6 @@ import contextlib
 import functools
 import re
 from typing import Iterator, Sequence
-
-from x64guard.versions import require_tested_versions
-
-TESTED_TORCH_XLA = ((2, 9, 0), (2, 10, 0))  # [low, high), for torch and torch-xla alike
-ALLOW_UNTESTED_ENV = "X64GUARD_ALLOW_UNTESTED_TORCH_XLA"
-
-
-# seen in torch 2.9.0 / torch-xla 2.9.0: torch.__version__, torch_xla.__version__
-def check_torch_xla_version() -> None:
-    import torch
-    import torch_xla
-
-    require_tested_versions(
-        {"torch": torch.__version__, "torch-xla": torch_xla.__version__}, TESTED_TORCH_XLA, ALLOW_UNTESTED_ENV,
-        "x64guard.torch_xla is tested with {name} >= {low} and < {high}, but {name} {version} is installed. It "
-        "uses torch-xla's private graph calls (torch_xla._XLAC), which change between releases; install the "
-        "tested pair (pip install 'x64guard[torch-xla]', i.e. torch==2.9.0 torch-xla==2.9.0) or set {env}=1 "
-        "to try anyway.")
-
-
-# torch 2.9.0 / torch-xla 2.9.0 (no private call: the version gate and the frames to skip)
-@functools.lru_cache(maxsize=None)
-def excluded_source_dirs() -> tuple[str, ...]:
-    """Directories whose frames are never the user's line: torch's (dynamo included) and
-    torch-xla's."""
-    import torch
-    import torch_xla
-
-    from x64guard._user_line import module_dirs
-
-    return module_dirs(torch, torch_xla)
-
 
 # seen in torch-xla 2.9.0: torch_xla._XLAC, the C++ bindings every call below goes through
 def _xlac():

@@ -3,6 +3,8 @@ the device."""
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch_xla
 
@@ -37,3 +39,12 @@ def counters() -> dict[str, int]:
 
 def _device() -> torch.device:
     return torch_xla.device()
+
+
+@functools.lru_cache(maxsize=None)
+def excluded_source_dirs() -> tuple[str, ...]:
+    """Directories whose frames are never the user's line: torch's (dynamo included) and
+    torch-xla's."""
+    from x64guard._user_line import module_dirs
+
+    return module_dirs(torch, torch_xla)

@@ -13,6 +13,7 @@ from x64guard.errors import X64GuardError
 from x64guard.findings import Finding, Kind, Severity, format_findings
 from x64guard.modes import Mode
 from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla.base import excluded_source_dirs
 from x64guard.torch_xla.rng import STATE_LOCATION
 from x64guard.torch_xla.source import SourceMap, locate_findings
 
@@ -81,7 +82,7 @@ def _narrow_module(module, mode: Mode, overflow: str, sources: SourceMap | None)
         # Its summary warning points at the user's line that made dynamo compile, not here.
         result = _user_line.call_at_user_line(narrow, (module,), dict(mode=mode, overflow=overflow,
                                                                       target=_TARGET.get()),
-                                              _xc.excluded_source_dirs())
+                                              excluded_source_dirs())
     except X64GuardError as exc:
         findings = locate_findings(exc.findings, sources)
         head = str(exc).split("\n", 1)[0]

@@ -20,7 +20,7 @@ from x64guard.modes import Mode, resolve_mode, resolve_overflow
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla import share as _share
-from x64guard.torch_xla.base import _COUNTERS, NARROW_DTYPE, _device
+from x64guard.torch_xla.base import _COUNTERS, NARROW_DTYPE, _device, excluded_source_dirs
 from x64guard.torch_xla.boundary import _BOUNDARY, _ID_TENSOR, _narrow_alias
 from x64guard.torch_xla.failures import _narrow_module, _refusal, _torch_xla_failures
 from x64guard.torch_xla.lowering import _read_lowering
@@ -408,7 +408,7 @@ def _compile_lazy(pending: list[torch.Tensor], ids: list, values: list, mode: Mo
     with _torch_xla_failures("sync", "lowering the lazy graph"), _xc.python_frames_recorded():
         bytecode = _xc.stablehlo_bytecode(pending, device_str)
     module, text, seed_index, rng = _read_lowering(bytecode, ids, [t.dtype for t in pending])
-    sources = StackSourceMap(_xc.excluded_source_dirs())
+    sources = StackSourceMap(excluded_source_dirs())
     sources.relocate(module)
     keep_wide = mode is Mode.ALLOW
     checks = guard(module) if not keep_wide else None

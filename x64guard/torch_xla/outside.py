@@ -38,6 +38,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla.base import excluded_source_dirs
 from x64guard import _user_line
 from x64guard.errors import X64GuardWarning
 from x64guard.findings import Finding, Kind, Location, Severity
@@ -93,7 +94,7 @@ def _on_compile_start(args) -> None:
     if not is_x64guard_backend(backend):
         return
     # frames of PyTorch's and x64guard's own code (a weakref callback dynamo meets) are not the model's
-    library = code is None or code.co_filename.startswith((_user_line.PACKAGE_DIR, *_xc.excluded_source_dirs()))
+    library = code is None or code.co_filename.startswith((_user_line.PACKAGE_DIR, *excluded_source_dirs()))
     patch = torch._dynamo.config.patch(allow_rnn=True)
     patch.__enter__()
     reasons, skips = _xc.dynamo_records()
@@ -157,7 +158,7 @@ def _warn(finding: Finding) -> None:
     warning = X64GuardWarning(f"x64guard.torch_xla: {finding.location}: {finding.message} [{finding.kind}]")
     warning.findings = [finding]
     # the standard library's frames (contextlib's, around dynamo's compile) are not the user's line either
-    excluded = (*_xc.excluded_source_dirs(), os.path.dirname(contextlib.__file__) + os.sep)
+    excluded = (*excluded_source_dirs(), os.path.dirname(contextlib.__file__) + os.sep)
     _user_line.call_at_user_line(warnings.warn, (warning,), {}, excluded=excluded)
 
 
