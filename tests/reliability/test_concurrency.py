@@ -99,14 +99,14 @@ def test_narrow_modules_sharing_one_context_from_8_threads(texts):
     """Eight modules parsed in one MLIR context (as a caller's own code may), narrowed at once from
     eight threads: the case where the bindings' context is shared across threads."""
     with modules.make_context() as context:  # x64guard's own loads give each module its own context
-        modules = [ir.Module.parse(t) for t in texts]
-    assert all(m.context == context for m in modules)
-    before = [m.operation.get_asm(enable_debug_info=True) for m in modules]
-    serial = [_outcome(m) for m in modules]
-    got = _run_threads(lambda i: (i % len(modules), _outcome(modules[i % len(modules)])), len(modules) * ROUNDS)
+        parsed = [ir.Module.parse(t) for t in texts]
+    assert all(m.context == context for m in parsed)
+    before = [m.operation.get_asm(enable_debug_info=True) for m in parsed]
+    serial = [_outcome(m) for m in parsed]
+    got = _run_threads(lambda i: (i % len(parsed), _outcome(parsed[i % len(parsed)])), len(parsed) * ROUNDS)
     for index, outcome in got:
         assert outcome == serial[index], f"module {index} narrowed differently in a thread"
-    assert [m.operation.get_asm(enable_debug_info=True) for m in modules] == before
+    assert [m.operation.get_asm(enable_debug_info=True) for m in parsed] == before
 
 
 def test_check_from_8_threads_matches_serial(texts):
