@@ -101,7 +101,7 @@ WIDEN_FOR_TRACE = {narrow: wide for wide, narrow in NARROW_DTYPE.items() if narr
 # takes its 32-bit path. Measured on the corpus and the fuzz grammar (docs/jit.md, "Input
 # widths"): never a different result, 5 fewer refusals; int32 at own width ran 3 programs
 # that x32 JAX refuses (silently wrapped constants).
-OWN_WIDTH: frozenset = frozenset({np.dtype(np.float32), np.dtype(np.complex64)})
+OWN_WIDTH: frozenset = frozenset(narrow for narrow in NARROW_DTYPE.values() if narrow.kind in "fc")
 
 
 def trace_dtype(dtype, weak: bool):
@@ -133,7 +133,7 @@ def trace_spec(x, dtype=None) -> jax.ShapeDtypeStruct:
 WIDEST = {narrow: wide for wide, narrow in NARROW_DTYPE.items()}
 # 64-bit numpy data traced at another width than its 32-bit counterpart (int64 and int32
 # are both traced at 64 bits).
-WIDE_NUMPY = frozenset({np.dtype(np.float64), np.dtype(np.complex128), np.dtype(np.uint64)})
+WIDE_NUMPY = frozenset(wide for wide, narrow in NARROW_DTYPE.items() if trace_dtype(narrow, weak=False) != wide)
 
 
 def wide_numpy_leaves(leaves: Sequence) -> tuple[int, ...]:
@@ -147,7 +147,7 @@ def wide_numpy_leaves(leaves: Sequence) -> tuple[int, ...]:
     return tuple(wide)
 
 
-WIDE_FLOATS = frozenset({np.dtype(np.float64), np.dtype(np.complex128)})
+WIDE_FLOATS = frozenset(wide for wide in NARROW_DTYPE if wide.kind in "fc")
 
 
 def wide_array_leaves(leaves: Sequence) -> tuple[int, ...]:
