@@ -125,6 +125,25 @@ def test_int64_work_between_two_graphs_warns_at_the_break():
     assert first.cpu().tolist() == expected and second.cpu().tolist() == expected
 
 
+def test_torch_xlas_own_compiles_in_a_backend_step_get_the_backends_advice():
+    """The work dynamo left between the backend's graphs is compiled by torch-xla itself:
+    the sync that ends such a step says so with the backend's advice (remove the graph
+    break), not the lazy loop's (`step()`), which would not help there."""
+    settle()
+    torch.manual_seed(0)
+    ids = torch.randint(0, 50, (3, 7))    # a shape of its own: torch-xla has not compiled this eager work yet
+    torch._dynamo.reset()
+    compiled = torch.compile(xt.to_device(BrokenTagger()), backend="x64guard")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tags = compiled(xt.to_device(ids))
+        xt.sync(tags)
+    found = outside_warnings(caught, "lazy-read")
+    assert len(found) == 1, found
+    assert "graphs of backend='x64guard'" in found[0] and "Remove the graph break" in found[0]
+    assert "x64guard.torch_xla.step()" not in found[0]
+
+
 class Masked(nn.Module):
     """Reads int64 values in the middle of the step, as Hugging Face's masking code does."""
 

@@ -164,6 +164,7 @@ class _CompiledGraph:
         inputs = _program_inputs(spec, args, self._attr, self.device, self._device_str)
         tensors = spec.program.run(inputs)
         _COUNTERS["calls"] += 1
+        _outside.note_graph_call()
         if self.role == "graph" and torch.is_grad_enabled():
             anchor = next((a for a in args if isinstance(a, torch.Tensor) and a.requires_grad), None)
             if anchor is not None:

@@ -132,6 +132,16 @@ def _narrow_on_host(x: torch.Tensor, dtype: torch.dtype, path: str, overflow: st
     return x.detach().to(dtype)
 
 
+def narrow_through_host(x: torch.Tensor, dtype: torch.dtype, path: str, device: torch.device,
+                        overflow: str = "error") -> torch.Tensor:
+    """A 64-bit tensor (host, or device data read back) as `dtype` data on `device`,
+    narrowed on the host (`_narrow_on_host`: range-checked, or saturated or wrapped as
+    asked), so that no 64-bit program runs on the device; a 0-dim value is sent as
+    device data, never frozen into a graph as a constant."""
+    with _xc.device_data_transfers():
+        return _narrow_on_host(x.detach().cpu(), dtype, path, overflow).to(device)
+
+
 def _narrow_on_device(x: torch.Tensor, dtype: torch.dtype, path: str, device: str) -> torch.Tensor:
     """Cast a 64-bit XLA tensor at the boundary, once per device buffer, so that the
     narrowed program never sees a 64-bit type. An integer tensor is read back, checked
@@ -151,8 +161,7 @@ def _narrow_on_device(x: torch.Tensor, dtype: torch.dtype, path: str, device: st
     if x.dtype in _INTEGER_NARROW:
         if pending:   # torch-xla's own graph computes it first, as for any input of a program
             _xc.materialize([x], device)
-        with _xc.device_data_transfers():
-            narrowed = _narrow_on_host(x.detach().cpu(), dtype, path).to(x.device)
+        narrowed = narrow_through_host(x, dtype, path, x.device)
     else:
         narrowed = _boundary_program(tuple(x.shape), x.dtype, dtype).run([x.detach()])[0]
     _COUNTERS["boundary_casts"] += 1

@@ -10,7 +10,7 @@ import torch
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla.base import _INTEGER_NARROW, NARROW_DTYPE, _device
-from x64guard.torch_xla.boundary import _BOUNDARY, _narrow_on_host
+from x64guard.torch_xla.boundary import _BOUNDARY, narrow_through_host
 
 
 def to_device(obj: Any, device: "torch.device | str | None" = None):
@@ -59,10 +59,8 @@ def _tensor_to_device(x: torch.Tensor, target: torch.device, path: str, keep_int
     if narrow is None:
         return x.to(target)
     wide = x.dtype
-    if x.device.type != "cpu":
-        x = x.cpu()   # already on a device at 64 bits: narrowed on the host, not by a 64-bit device graph
-    with _xc.device_data_transfers():
-        moved = _narrow_on_host(x, narrow, path).to(target)
+    # already on a device at 64 bits: narrowed on the host, not by a 64-bit device graph
+    moved = narrow_through_host(x, narrow, path, target)
     if not keep_integer_dtype or wide not in _INTEGER_NARROW:
         return moved
     # int64 data stays int64 as PyTorch sees it (one_hot, cross_entropy's targets, int64

@@ -55,6 +55,7 @@ class _GraphBreak(NamedTuple):
 
 _RECENT_BREAKS: list[_GraphBreak] = []   # of x64guard frames, newest last
 _GRAPHS = [0]   # graphs dynamo gave the backend (backend() calls)
+_GRAPH_CALLS = [0]   # calls of the backend's compiled graphs
 
 
 # ============================================================================ the backend
@@ -71,6 +72,10 @@ def arm() -> None:
 
 def note_graph() -> None:
     _GRAPHS[0] += 1
+
+
+def note_graph_call() -> None:
+    _GRAPH_CALLS[0] += 1
 
 
 class _FrameCompile(NamedTuple):
@@ -164,30 +169,44 @@ def _warn(finding: Finding) -> None:
 
 # ============================================================================ the lazy loop
 
-_LAZY = {"theirs": 0}   # torch-xla's own compiles counted at the last sync (or at import)
+_LAZY = {"theirs": 0, "graph_calls": 0}   # torch-xla's own compiles and the backend's graph calls at the last sync
 
 
 def start_lazy_count() -> None:
     """The baseline: torch-xla's own compiles before x64guard.torch_xla was imported are
     not the lazy loop's."""
     _LAZY["theirs"] = _xc.compile_count() - _xc.own_compile_count()
+    _LAZY["graph_calls"] = _GRAPH_CALLS[0]
+
+
+# Why torch-xla compiled graphs of its own, and what to do, per path: a step that ran
+# graphs of backend='x64guard' left the work between them (a graph break) or a read after
+# them; a lazy step read a pending value mid-step.
+_LAZY_READ_ADVICE = {
+    "backend": ("The step ran graphs of backend='x64guard'; torch-xla compiled the code dynamo left outside them "
+                "(a graph break: the outside-graph warnings and TORCH_LOGS=graph_breaks name each) or a read of a "
+                "pending tensor between them (.item(), if tensor:, .cpu()). Remove the graph break, or move the "
+                "read after x64guard.torch_xla.sync(...)"),
+    "lazy": ("A read of a pending tensor in the middle of a step (.item(), if tensor:, .all() in an if, .tolist(), "
+             ".cpu(), print) makes torch-xla compute it at once; so do torch_xla.sync() and ops torch-xla runs on "
+             "the CPU. Run the step inside `with x64guard.torch_xla.step():` (its reads then run narrowed), move "
+             "such reads after x64guard.torch_xla.sync(...), or compile the forward with "
+             "torch.compile(model, backend='x64guard') (Hugging Face's masking code skips its reads when traced)"),
+}
 
 
 def check_lazy_reads() -> None:
     """At a sync: warn once when torch-xla compiled graphs of its own (not asked for by
-    x64guard) since the previous sync: a mid-step read, or torch_xla.sync() itself, ran
-    them at full width."""
+    x64guard) since the previous sync: a mid-step read, code dynamo left between the
+    backend's graphs, or torch_xla.sync() itself ran them at full width."""
     theirs = _xc.compile_count() - _xc.own_compile_count()
     new, _LAZY["theirs"] = theirs - _LAZY["theirs"], theirs
+    backend_calls, _LAZY["graph_calls"] = _GRAPH_CALLS[0] - _LAZY["graph_calls"], _GRAPH_CALLS[0]
     if new <= 0:
         return
+    advice = _LAZY_READ_ADVICE["backend" if backend_calls > 0 else "lazy"]
     message = (f"torch-xla compiled {new} graph(s) of its own since the previous x64guard.torch_xla.sync; they "
-               "ran at full width, unnarrowed (64-bit types stay 64-bit there). A read of a pending tensor in the "
-               "middle of a step (.item(), if tensor:, .all() in an if, .tolist(), .cpu(), print) makes torch-xla "
-               "compute it at once; so do torch_xla.sync() and ops torch-xla runs on the CPU. Run the step inside "
-               "`with x64guard.torch_xla.step():` (its reads then run narrowed), move such reads after "
-               "x64guard.torch_xla.sync(...), or compile the forward with torch.compile(model, backend='x64guard') "
-               "(Hugging Face's masking code skips its reads when traced)")
+               f"ran at full width, unnarrowed (64-bit types stay 64-bit there). {advice}")
     _warn(Finding(Kind.LAZY_READ, Severity.WARNING, "sync", "the lazy step", message))
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla.base import NARROW_DTYPE
-from x64guard.torch_xla.boundary import _narrow_on_host
+from x64guard.torch_xla.boundary import narrow_through_host
 from x64guard.torch_xla.fft import _FFT_OPS, _fft
 
 
@@ -80,10 +79,8 @@ class _TorchXlaRepairs(TorchDispatchMode):
         wide = kwargs.get("dtype") or source.dtype
         if wide not in NARROW_DTYPE:
             return None
-        narrowed = _narrow_on_host(source.detach().to(wide), NARROW_DTYPE[wide], "a tensor the graph moves to the "
-                                   "device", self._narrow_transfers)
-        with _xc.device_data_transfers():
-            moved = narrowed.to(target)
+        moved = narrow_through_host(source.to(wide), NARROW_DTYPE[wide], "a tensor the graph moves to the device",
+                                    target, self._narrow_transfers)
         return moved.to(wide)
 
 

@@ -16,7 +16,7 @@ from x64guard.modes import Mode
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import share as _share
 from x64guard.torch_xla.base import _COUNTERS, NARROW_DTYPE
-from x64guard.torch_xla.boundary import _BOUNDARY, _narrow_alias, _narrow_on_host, _to_program_input
+from x64guard.torch_xla.boundary import _BOUNDARY, _narrow_alias, _narrow_on_host, _to_program_input, narrow_through_host
 from x64guard.torch_xla.failures import _narrow_module, _refusal, _torch_xla_failures, _TraceWatch
 from x64guard.torch_xla.lowering import _read_lowering
 from x64guard.torch_xla.overflow import guard
@@ -319,8 +319,7 @@ def _constant_input(value: torch.Tensor, dtype: torch.dtype, where: str, device:
     overflow policy of constants), never cast by a 64-bit graph on the device."""
     if value.dtype is dtype:
         return value
-    with _xc.device_data_transfers():
-        return _narrow_on_host(value.cpu(), dtype, where, overflow).to(device)
+    return narrow_through_host(value, dtype, where, device, overflow)
 
 
 def _rng_words(rng: RngStates, device: torch.device, device_str: str) -> torch.Tensor:
