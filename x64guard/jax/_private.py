@@ -301,36 +301,83 @@ def moveaxis_to_front(x, axis: int):
 
 class InliningInternals(NamedTuple):
     """What inlining a narrowed module into the calling program's lowering needs
-    (primitive.py's `emit_inlined_call`)."""
+    (primitive.py's `emit_inlined_call`), beside the caller's lowering (`CallerLowering`)."""
 
     ir: Any                  # jaxlib's MLIR bindings, as JAX's lowering uses them
     func_dialect: Any
-    merge_mlir_modules: Any  # mlir.merge_mlir_modules(dst, name, src, dst_symtab=...) -> symbol name
-    TokenSet: type           # mlir.TokenSet: the ordered-effect tokens a lowering rule sets
-    num_devices: Any         # the calling program's device count, from its axis context
     lift_meshes: Any         # sdy-lift-inlined-meshes on a module
-    with_sharding: Any       # (ctx, value, aval, sharding) -> the value annotated
 
 
 @functools.cache
 def inlining_internals() -> InliningInternals:
-    from jax._src.interpreters import mlir as mlir_lib
     from jax._src.lib.mlir import ir
     from jax._src.lib.mlir.dialects import func as func_dialect
 
-    return InliningInternals(ir=ir, func_dialect=func_dialect, merge_mlir_modules=mlir_lib.merge_mlir_modules,
-                             TokenSet=mlir_lib.TokenSet, num_devices=_num_devices, lift_meshes=_lift_meshes,
-                             with_sharding=_with_sharding)
+    return InliningInternals(ir=ir, func_dialect=func_dialect, lift_meshes=_lift_meshes)
 
 
-def _num_devices(axis_context) -> int:
-    from jax._src import sharding_impls
+class CallerLowering:
+    """The lowering rule's view of the program it is called in: JAX's
+    `LoweringRuleContext` (`ctx`) and its `ModuleContext`, whose attributes x64guard reads
+    and calls only here (module_context.context/module/symbol_table/axis_context/
+    host_callbacks/add_host_callback/add_keepalive; ctx.tokens_in/set_tokens_out/avals_out;
+    mlir.merge_mlir_modules, mlir.TokenSet)."""
 
-    if isinstance(axis_context, sharding_impls.ShardingContext):
-        return axis_context.num_devices
-    if isinstance(axis_context, sharding_impls.SPMDAxisContext):
-        return axis_context.mesh.size
-    return 1
+    def __init__(self, ctx):
+        self._ctx = ctx
+        self._module = ctx.module_context
+
+    @property
+    def mlir_context(self):
+        return self._module.context
+
+    @property
+    def avals_out(self) -> Sequence:
+        return self._ctx.avals_out
+
+    def num_devices(self) -> int:
+        """The calling program's device count, from its axis context."""
+        from jax._src import sharding_impls
+
+        axis_context = self._module.axis_context
+        if isinstance(axis_context, sharding_impls.ShardingContext):
+            return axis_context.num_devices
+        if isinstance(axis_context, sharding_impls.SPMDAxisContext):
+            return axis_context.mesh.size
+        return 1
+
+    def add_keepalive(self, value) -> None:
+        self._module.add_keepalive(value)
+
+    def add_host_callback(self, callback) -> int:
+        """Register a host callback with the calling program; its index in their list."""
+        self._module.add_host_callback(callback)
+        return len(self._module.host_callbacks) - 1
+
+    def merge(self, submodule, name: str) -> str:
+        """Merge `submodule`'s functions into the calling module (renamed, private); the
+        symbol its main now has."""
+        from jax._src.interpreters import mlir as mlir_lib
+
+        return mlir_lib.merge_mlir_modules(self._module.module, name, submodule,
+                                           dst_symtab=self._module.symbol_table)
+
+    def token_in(self, effect):
+        return self._ctx.tokens_in.get(effect)
+
+    def set_tokens_out(self, tokens: dict) -> None:
+        from jax._src.interpreters import mlir as mlir_lib
+
+        self._ctx.set_tokens_out(mlir_lib.TokenSet(tokens))
+
+    def with_sharding(self, x, aval, sharding):
+        """`x` annotated with `sharding` (None: as it is)."""
+        if sharding is None:
+            return x
+        from jax._src import config
+        from jax._src.export import _export
+
+        return _export.wrap_with_sharding(self._ctx, x, aval, sharding, use_shardy=config.use_shardy_partitioner.value)
 
 
 def _lift_meshes(submodule) -> None:
@@ -338,16 +385,6 @@ def _lift_meshes(submodule) -> None:
 
     with submodule.context:
         passmanager.PassManager.parse("builtin.module(sdy-lift-inlined-meshes)").run(submodule.operation)
-
-
-def _with_sharding(ctx, x, aval, sharding):
-    from jax._src.export import _export
-
-    if sharding is None:
-        return x
-    from jax._src import config
-
-    return _export.wrap_with_sharding(ctx, x, aval, sharding, use_shardy=config.use_shardy_partitioner.value)
 
 
 def effects_allow_custom_vjp(effects) -> bool:

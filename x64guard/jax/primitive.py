@@ -3,8 +3,8 @@
 Inside an outer `jax.jit` its lowering rule inlines the narrowed module into the calling
 program (`emit_inlined_call`); under `jax.vmap` its batching rule narrows the vmapped
 function; under `jax.grad` a custom VJP narrows the x64 VJP (`differentiable`).
-The lowering rule works on what JAX hands it (`ctx`: the module context, its host
-callbacks and tokens; attributes seen in jax 0.10.2, 0.11.2 and 0.12.0.1).
+The lowering rule works on what JAX hands it (`ctx`) through `_private.CallerLowering`,
+which holds every read of JAX's lowering context.
 """
 
 from __future__ import annotations
@@ -57,40 +57,39 @@ def emit_inlined_call(ctx, args, *, bytecode: bytes, name: str, kept_var_idx, or
     merge its functions (renamed, private), give its host callbacks indices in the caller's
     list, thread the ordered-effect tokens, and call its main."""
     mlir = _private.inlining_internals()
-    module_context = ctx.module_context
-    caller_devices = mlir.num_devices(module_context.axis_context)
+    caller = _private.CallerLowering(ctx)
+    caller_devices = caller.num_devices()
     if num_devices > 1 and caller_devices != num_devices:
         raise ValueError(
             f"x64guard.jit: {name.removeprefix('x64guard_')} was lowered for {num_devices} devices (its shardings or a "
             f"shard_map) and is called inside a program lowered for {caller_devices}; call it outside that program, "
             f"or give the outer jax.jit shardings on the same {num_devices} devices")
-    with module_context.context:
+    with caller.mlir_context:
         submodule = mlir.ir.Module.parse(bytecode)
     if host_callbacks:
-        _renumber_host_callbacks(submodule, host_callbacks, module_context)
+        _renumber_host_callbacks(submodule, host_callbacks, caller)
     for value in keepalive:
-        module_context.add_keepalive(value)
+        caller.add_keepalive(value)
     if num_devices > 1:
         mlir.lift_meshes(submodule)
     main = mlir.ir.SymbolTable(submodule.operation)["main"]
     callee_type = main.type
-    symbol = mlir.merge_mlir_modules(module_context.module, name, submodule, dst_symtab=module_context.symbol_table)
+    symbol = caller.merge(submodule, name)
     kept = [x for i, x in enumerate(args) if i in kept_var_idx]
     if num_devices > 1:  # in_avals, in_shardings: of the kept inputs
-        kept = [mlir.with_sharding(ctx, x, aval, s) for x, aval, s in zip(kept, in_avals, in_shardings)]
-    operands = [ctx.tokens_in.get(effect) for effect in ordered_effects] + kept
+        kept = [caller.with_sharding(x, aval, s) for x, aval, s in zip(kept, in_avals, in_shardings)]
+    operands = [caller.token_in(effect) for effect in ordered_effects] + kept
     call = mlir.func_dialect.CallOp(callee_type.results, mlir.ir.FlatSymbolRefAttr.get(symbol), operands)
     results = list(call.results)
     if ordered_effects:
-        tokens = {effect: results[i] for i, effect in enumerate(ordered_effects)}
-        ctx.set_tokens_out(mlir.TokenSet(tokens))
+        caller.set_tokens_out({effect: results[i] for i, effect in enumerate(ordered_effects)})
         results = results[len(ordered_effects):]
     if num_devices > 1:
-        results = [mlir.with_sharding(ctx, x, aval, s) for x, aval, s in zip(results, ctx.avals_out, out_shardings)]
+        results = [caller.with_sharding(x, aval, s) for x, aval, s in zip(results, caller.avals_out, out_shardings)]
     return results
 
 
-def _renumber_host_callbacks(submodule, host_callbacks, module_context) -> None:
+def _renumber_host_callbacks(submodule, host_callbacks, caller: "_private.CallerLowering") -> None:
     """Host callback custom_calls name their Python function by an index into the
     module's callback list (`mhlo.backend_config = {index = N : ui64}`): register ours
     with the calling module and rewrite the indices (through the pass's Rewriter, like
@@ -100,8 +99,7 @@ def _renumber_host_callbacks(submodule, host_callbacks, module_context) -> None:
     ir = _private.inlining_internals().ir
     new_index = {}
     for i, callback in enumerate(host_callbacks):
-        module_context.add_host_callback(callback)
-        new_index[i] = len(module_context.host_callbacks) - 1
+        new_index[i] = caller.add_host_callback(callback)
     rewriter = Rewriter()
 
     def visit(op):
