@@ -112,6 +112,7 @@ class Kind(enum.StrEnum):
     SYNC_PENDING = "sync-pending"
     OUTSIDE_GRAPH = "outside-graph"
     LAZY_READ = "lazy-read"
+    WIDE_IDS = "wide-ids"
     INTERNAL = "internal"
 
 
@@ -196,6 +197,8 @@ KIND_TABLE: dict[Kind, tuple[str, str, str]] = {
                                                  "(a graph break, skipped code); torch-xla runs it unnarrowed"),
     Kind.LAZY_READ: ("warning", "torch-xla", "torch-xla compiled graphs of its own between two lazy syncs (a mid-step "
                                              "read); they ran unnarrowed"),
+    Kind.WIDE_IDS: ("warning", "torch-xla", "int64 tensors to_device made (int32 device data) were computed at 64 "
+                                            "bits on the device by torch-xla's own sync (torch_xla.sync())"),
     Kind.INTERNAL: ("error", "torch-xla", "x64guard could not map the graph's inputs"),
 }
 

@@ -144,6 +144,56 @@ def test_torch_xlas_own_compiles_in_a_backend_step_get_the_backends_advice():
     assert "x64guard.torch_xla.step()" not in found[0]
 
 
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(50, 8)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, ids):
+        return self.head(self.embed(ids)).argmax(-1)
+
+
+def test_ids_torch_xlas_own_sync_computed_at_64_bits_are_named_once():
+    """to_device's int64 ids are int32 device data under a pending convert; a plain
+    torch_xla.sync() ending a backend step materializes that convert as a 64-bit graph
+    and 64-bit device data. Not silent: the next backend call that takes them, or the
+    next to_device, says so, once per tensor; a step ended by x64guard.torch_xla.sync()
+    leaves the ids as they were, and nothing is said."""
+    import torch_xla
+
+    settle()
+    torch.manual_seed(0)
+    ids = torch.randint(0, 50, (2, 9))
+    torch._dynamo.reset()
+    cpu = Tagger()
+    compiled = torch.compile(xt.to_device(cpu), backend="x64guard")
+    results = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        batch = xt.to_device({"ids": ids})
+        results.append(compiled(batch["ids"]))
+        xt.sync()                                  # x64guard's sync: the ids stay int32 on the device
+        results.append(compiled(batch["ids"]))
+        batch = xt.to_device({"ids": ids})
+        assert outside_warnings(caught, "wide-ids") == []
+        results.append(compiled(batch["ids"]))
+        torch_xla.sync()                           # torch-xla's: the ids' convert runs at 64 bits
+        results.append(compiled(batch["ids"]))     # the same batch again: said at the boundary
+        assert len(outside_warnings(caught, "wide-ids")) == 1
+        batch = xt.to_device({"ids": ids})         # those ids were named already
+        assert len(outside_warnings(caught, "wide-ids")) == 1
+        results.append(compiled(batch["ids"]))
+        torch_xla.sync()
+        batch = xt.to_device({"ids": ids})         # the previous step's ids: said at the next to_device
+        results.append(compiled(batch["ids"]))
+    found = outside_warnings(caught, "wide-ids")
+    assert len(found) == 2, found
+    assert all("int64[2, 9]" in w and "x64guard.torch_xla.sync()" in w for w in found)
+    expected = cpu(ids).tolist()
+    assert all(r.cpu().tolist() == expected for r in results)
+
+
 class Masked(nn.Module):
     """Reads int64 values in the middle of the step, as Hugging Face's masking code does."""
 

@@ -16,6 +16,7 @@ import torch
 from x64guard.errors import X64GuardError
 from x64guard.findings import Finding, Kind, Severity
 from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla.base import _COUNTERS, _INTEGER_NARROW, JAX_DTYPE_NAME, NARROW_DTYPE, _device
 from x64guard.torch_xla.program import _Program
 
@@ -100,6 +101,31 @@ def _narrow_alias(x: torch.Tensor) -> torch.Tensor | None:
 _ID_TENSOR = "to_device"   # the buffer-id slot of the _BOUNDARY entries `to_device` makes
 
 
+def widened_ids() -> list[str]:
+    """The int64 tensors `to_device` made (a pending convert of int32 device data) that
+    torch-xla has since computed itself and now holds as 64-bit device data: its own
+    sync (`torch_xla.sync()`, `xm.mark_step()`) materialized the convert. Each is named
+    once: its entry is dropped (x64guard's programs cast such a tensor on the host)."""
+    found = []
+    for entry in list(_BOUNDARY._entries.values()):
+        x = entry.ref()
+        if x is not None and (name := _take_widened_id(x)) is not None:
+            found.append(name)
+    return found
+
+
+def _take_widened_id(x: torch.Tensor) -> str | None:
+    """`x`'s shape and dtype if it is one of `widened_ids`' tensors (its entry dropped); else None."""
+    entry = _BOUNDARY._entries.get(id(x))
+    if entry is None or entry.ref() is not x or entry.buffer != _ID_TENSOR or x.dtype not in _INTEGER_NARROW \
+            or entry.data == _xc.data_id(x) or _xc.needs_materialization([x])[0]:
+        return None
+    with _BOUNDARY._lock:
+        if _BOUNDARY._entries.get(id(x)) is entry:
+            del _BOUNDARY._entries[id(x)]
+    return f"{str(x.dtype).removeprefix('torch.')}{list(x.shape)}"
+
+
 def _range_error(path: str, value: int, dtype: torch.dtype) -> X64GuardError:
     info = torch.iinfo(dtype)
     finding = Finding(Kind.INPUT_OUT_OF_RANGE, Severity.ERROR, "argument", path,
@@ -152,6 +178,9 @@ def _narrow_on_device(x: torch.Tensor, dtype: torch.dtype, path: str, device: st
     alias = _narrow_alias(x)
     if alias is not None:     # an id tensor made by to_device: its int32 data, no device cast
         return alias
+    widened = _take_widened_id(x)
+    if widened is not None:   # one torch-xla's own sync computed at 64 bits: said, then cast as any other
+        _outside.check_widened_ids([widened])
     pending = _xc.needs_materialization([x])[0]
     data = None if pending else _xc.data_id(x)
     if data is not None:

@@ -10,7 +10,7 @@ import torch
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla.base import _INTEGER_NARROW, NARROW_DTYPE, _device
-from x64guard.torch_xla.boundary import _BOUNDARY, narrow_through_host
+from x64guard.torch_xla.boundary import _BOUNDARY, narrow_through_host, widened_ids
 
 
 def to_device(obj: Any, device: "torch.device | str | None" = None):
@@ -30,6 +30,7 @@ def to_device(obj: Any, device: "torch.device | str | None" = None):
         compiled(**batch)
     """
     _outside.arm()   # what usually precedes torch.compile(..., backend="x64guard"), after any dynamo reset
+    _outside.check_widened_ids(widened_ids())   # the previous step's ids, if torch-xla's own sync widened them
     target = torch.device(device) if device is not None else _device()
     if isinstance(obj, torch.nn.Module):
         return _module_to_device(obj, target)

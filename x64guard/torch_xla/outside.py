@@ -210,6 +210,22 @@ def check_lazy_reads() -> None:
     _warn(Finding(Kind.LAZY_READ, Severity.WARNING, "sync", "the lazy step", message))
 
 
+def check_widened_ids(widened: list[str]) -> None:
+    """At `to_device`: warn when int64 tensors an earlier `to_device` made were computed
+    at 64 bits on the device by torch-xla's own sync since (one warning, whatever the
+    count; Python shows it once per call site)."""
+    if not widened:
+        return
+    shapes = ", ".join(widened[:4]) + (", ..." if len(widened) > 4 else "")
+    message = ("int64 tensors x64guard.torch_xla.to_device made earlier (int32 on the device, int64 as PyTorch "
+               f"sees them; {shapes}) were computed at 64 bits on the device by torch-xla's own sync "
+               "(torch_xla.sync(), xm.mark_step()): it materializes every pending tensor, these int32 -> int64 "
+               "converts included, as a 64-bit graph and 64-bit device data. Results stay exact (x64guard's "
+               "programs cast such tensors back on the host), but 64-bit types reached the device. End each step "
+               "with x64guard.torch_xla.sync() instead, which computes them narrowed")
+    _warn(Finding(Kind.WIDE_IDS, Severity.WARNING, "to_device", "the step before", message))
+
+
 # ============================================================================ narrowed reads
 
 _TENSOR = torch._C.TensorBase
