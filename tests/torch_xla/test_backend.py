@@ -279,3 +279,28 @@ def test_dynamic_shapes_specialize_per_shape_in_one_graph():
         assert_matches(model(tokens), quietly(fn, tokens.to(DEVICE)))
     assert len(last_graph().specializations()) == 3            # 5, 9, 12: the second 5 reuses the first
     assert xt.counters()["traces"] == traces + 3
+
+
+# --------------------------------------------------------------------------- graphs without inputs
+
+def test_a_graph_without_inputs_runs_as_openxla_runs_it():
+    """torch-xla compiles and runs no graph without inputs ("Check failed: !inputs.empty()"),
+    and dynamo gives the backend such graphs: code that only makes constants, here after a
+    graph break. x64guard's program takes one unused int32 scalar of its own instead; the
+    graph runs narrowed (int64 -> int32), with eager's values, once compiled."""
+
+    def constants(x):
+        y = x + 1
+        torch._dynamo.graph_break()
+        return torch.arange(5, device=DEVICE) * 3 + 1, torch.full((2,), 7, device=DEVICE) * 2, y
+
+    torch._dynamo.reset()
+    fn = torch.compile(constants, backend="x64guard")
+    x = torch.ones(2, device=DEVICE)
+    first = quietly(fn, x)
+    traces = xt.counters()["traces"]
+    second = quietly(fn, x)
+    assert xt.counters()["traces"] == traces             # cached: the anchored program runs again
+    for out in (first, second):
+        assert out[0].dtype == torch.int32 and out[0].cpu().tolist() == [1, 4, 7, 10, 13]
+        assert out[1].cpu().tolist() == [14, 14] and out[2].cpu().tolist() == [2.0, 2.0]

@@ -34,6 +34,15 @@ class _Program:
         # last result holds one flag per check, read after each call
         self.checks = checks if checks else None
         self.in_types = [(tuple(shape), dtype) for shape, dtype in in_types]
+        # torch-xla compiles and runs no graph without inputs ("Check failed: !inputs.empty()");
+        # dynamo gives the backend such graphs (code that only makes constants, after a graph
+        # break), which openxla runs: the module takes one unused int32 scalar instead
+        self._anchor = None
+        if not self.in_types:
+            module_text = _with_anchor_argument(module_text)
+            self.in_types = [((), torch.int32)]
+            with _xc.device_data_transfers():   # device data, not a constant of the graph
+                self._anchor = torch.zeros((), dtype=torch.int32).to(device)
         self.device = device
         self.device_str = str(device)
         built = []
@@ -52,7 +61,9 @@ class _Program:
             _COUNTERS["programs" if built else "programs_shared"] += 1
 
     name = property(lambda self: self._compiled.name)
-    order = property(lambda self: self._compiled.order)
+    # the graph's parameter order, of the module's parameters (none for an anchored program:
+    # its one parameter is x64guard's, not the caller's)
+    order = property(lambda self: [] if self._anchor is not None else self._compiled.order)
     out_dtypes = property(lambda self: self._compiled.out_dtypes)
     hlo = property(lambda self: self._compiled.hlo)
     graph = property(lambda self: self._compiled.graph)
@@ -71,6 +82,8 @@ class _Program:
     def run(self, ordered: list[torch.Tensor]) -> list[torch.Tensor]:
         """Run on XLA tensors given in the graph's parameter order (`self.order[j]` is the
         module parameter that graph parameter j takes)."""
+        if self._anchor is not None:
+            ordered = [self._anchor]
         pending = _xc.needs_materialization(ordered)
         if True in pending:  # lazy inputs: execute their own graphs first, as torch-xla's dynamo backend does
             _xc.materialize([t for t, p in zip(ordered, pending) if p], self.device_str)
@@ -84,6 +97,28 @@ class _Program:
         if self.checks is not None:
             _raise_on_overflow(self.checks, results.pop())
         return results
+
+
+def _with_anchor_argument(module_text: str) -> str:
+    """`module_text` with one more, unused, argument: an int32 scalar (`_Program`'s anchor)."""
+    from x64guard.io import modules as xmlir
+    from x64guard.passes.ir_queries import main_function
+    from x64guard.passes.rewriter import Rewriter
+
+    module, _ = xmlir.load(module_text, trusted=True)
+    main = main_function(module)
+    rewriter = Rewriter()
+    ir = xmlir.ir
+    with module.context, ir.Location.unknown():
+        block = main.regions[0].blocks[0]
+        rewriter.add_argument(block, ir.RankedTensorType.get([], ir.IntegerType.get_signless(32)),
+                              ir.Location.unknown())
+        function_type = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        rewriter.set_function_type(main, [a.type for a in block.arguments], function_type.results)
+        if "arg_attrs" in main.attributes:   # one dictionary per argument
+            attrs = list(ir.ArrayAttr(main.attributes["arg_attrs"])) + [ir.DictAttr.get({})]
+            rewriter.set_attribute(main, "arg_attrs", ir.ArrayAttr.get(attrs))
+    return xmlir.to_text(module)
 
 
 def _raise_on_overflow(checks: OverflowChecks, flags: torch.Tensor) -> None:
