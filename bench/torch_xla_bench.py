@@ -11,9 +11,9 @@ narrowed.
   (a) steady-state call, the same token tensor on every call (what the backend itself
       costs per call: dynamo's guards, the cached program, the inputs; the parameters'
       narrowed copies are cached). Target: x64guard / openxla <= 1.10.
-  (b) fresh int64 tokens on the device for every call: x64guard casts them at the
-      boundary and reads their min/max for the range check (a small graph of its own,
-      and a wait for it), on every call.
+  (b) fresh int64 tokens on the device for every call: x64guard reads them back, checks
+      their range and casts them on the host, and uploads them (no 64-bit program on the
+      device; the readback waits for the device), on every call.
   (c) fresh int32 tokens on the device for every call: nothing to cast.
   (d) first call (dynamo, trace, narrow, compile), for context: one fresh model each.
   (e) a float32 MLP on float32 inputs: nothing to narrow, the same program on both
