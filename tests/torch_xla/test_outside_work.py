@@ -27,6 +27,7 @@ import x64guard
 import x64guard.torch_xla as xt
 from x64guard.torch_xla import _private as _xc
 from tests.torch_xla.common import run_python, wide_values_beside_rng_state
+from tests.torch_xla.models import EmbeddingArgmax
 
 
 def outside_warnings(caught, kind: str) -> list[str]:
@@ -144,16 +145,6 @@ def test_torch_xlas_own_compiles_in_a_backend_step_get_the_backends_advice():
     assert "x64guard.torch_xla.step()" not in found[0]
 
 
-class Tagger(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.embed = nn.Embedding(50, 8)
-        self.head = nn.Linear(8, 4)
-
-    def forward(self, ids):
-        return self.head(self.embed(ids)).argmax(-1)
-
-
 def test_ids_torch_xlas_own_sync_computed_at_64_bits_are_named_once():
     """to_device's int64 ids are int32 device data under a pending convert; a plain
     torch_xla.sync() ending a backend step materializes that convert as a 64-bit graph
@@ -166,7 +157,7 @@ def test_ids_torch_xlas_own_sync_computed_at_64_bits_are_named_once():
     torch.manual_seed(0)
     ids = torch.randint(0, 50, (2, 9))
     torch._dynamo.reset()
-    cpu = Tagger()
+    cpu = EmbeddingArgmax()
     compiled = torch.compile(xt.to_device(cpu), backend="x64guard")
     results = []
 
