@@ -31,7 +31,11 @@ def to_device(obj: Any, device: "torch.device | str | None" = None):
     """
     _outside.arm()   # what usually precedes torch.compile(..., backend="x64guard"), after any dynamo reset
     _outside.check_widened_ids(widened_ids())   # the previous step's ids, if torch-xla's own sync widened them
-    target = torch.device(device) if device is not None else _device()
+    return _moved(obj, torch.device(device) if device is not None else _device())
+
+
+def _moved(obj: Any, target: torch.device):
+    """`to_device`'s work on `obj` and, recursively, on what it holds."""
     if isinstance(obj, torch.nn.Module):
         return _module_to_device(obj, target)
     if isinstance(obj, torch.Tensor):
@@ -49,7 +53,7 @@ def _value_to_device(value: Any, target: torch.device, path: str):
     if isinstance(value, torch.Tensor):
         return _tensor_to_device(value, target, path)
     if isinstance(value, (dict, list, tuple)):
-        return to_device(value, target)
+        return _moved(value, target)
     return value
 
 

@@ -16,7 +16,7 @@ from x64guard.modes import Mode
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import share as _share
 from x64guard.torch_xla.base import _COUNTERS, NARROW_DTYPE
-from x64guard.torch_xla.boundary import _BOUNDARY, _narrow_alias, _narrow_on_host, _to_program_input, narrow_through_host
+from x64guard.torch_xla.boundary import _BOUNDARY, _narrow_alias, _to_program_input, narrow_through_host
 from x64guard.torch_xla.failures import _narrow_module, _refusal, _torch_xla_failures, _TraceWatch
 from x64guard.torch_xla.lowering import _read_lowering
 from x64guard.torch_xla.overflow import guard
@@ -195,7 +195,7 @@ def _trace_inputs(args: Sequence, paths: Sequence[str], attrs: dict[str, torch.T
             elif a.device.type == "xla":
                 base = a.clone()
             elif not keep_wide and a.dtype in NARROW_DTYPE:
-                base = _narrow_on_host(a, NARROW_DTYPE[a.dtype], inputs.path_of(i), overflow).to(device)
+                base = narrow_through_host(a, NARROW_DTYPE[a.dtype], inputs.path_of(i), device, overflow)
             else:
                 base = a.to(device)
             inputs.bases[i] = base
