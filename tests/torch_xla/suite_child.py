@@ -39,7 +39,8 @@ BACKEND, BACKEND_SYNC, LAZY_ALL, LAZY_NAMED, LAZY_NO_STEP, OPENXLA, LAZY_PLAIN =
     "openxla, torch_xla.sync()", "lazy, torch_xla.sync()")
 # The lazy loops run each step inside x64guard.torch_xla.step(), which narrows mid-step reads
 # (Hugging Face's `padding_mask.all()`); LAZY_NO_STEP is the bare drop-in for torch_xla.sync(),
-# whose mid-step reads torch-xla compiles itself and the next sync reports (lazy-read).
+# without step(): its reads are of tensors computed from to_device's int64 GuardedTensors,
+# which run them narrowed.
 LAZY_PATHS = (LAZY_ALL, LAZY_NAMED)
 # With dropout: x64guard's paths first (a cached program is not dumped twice; sync() before
 # sync(args), so that the no-argument loop's programs are the ones dumped), then torch-xla's.

@@ -213,11 +213,14 @@ BATCH = {"ids": torch.tensor([[3, 14, 15, 9, 26, 5], [35, 8, 9, 7, 9, 3]]),
          "mask": torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]])}
 
 
-def train_lazily(use_step: bool) -> tuple[list[float], list, torch.dtype, list]:
+def train_lazily(use_step: bool, guarded: bool = True) -> tuple[list[float], list, torch.dtype, list]:
+    """`guarded`: the batch moved with to_device (int64 GuardedTensors); else as torch-xla's
+    users move it, `.to(device)` (int64 device data: nothing catches a read outside step())."""
     torch.manual_seed(0)
     model = xt.to_device(Masked())
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    batch = xt.to_device(BATCH)
+    device = next(model.parameters()).device
+    batch = xt.to_device(BATCH) if guarded else {k: v.to(device) for k, v in BATCH.items()}
     losses = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -267,11 +270,27 @@ def settle() -> None:
                 continue
 
 
-def test_mid_step_reads_in_the_lazy_loop_warn_once():
+def test_mid_step_reads_of_tensors_to_device_did_not_make_warn_once():
+    """A batch moved as torch-xla's users move it (`.to(device)`, int64 device data): a
+    read outside step() goes to torch-xla, unnarrowed; the next sync says so, once."""
     settle()
-    losses, host, dtype, found = train_lazily(use_step=False)
+    losses, host, dtype, found = train_lazily(use_step=False, guarded=False)
     assert len(found) == 1, found                   # the first step's graphs; later steps reuse them
     assert "torch-xla compiled 4 graph(s) of its own" in found[0] and "x64guard.torch_xla.step()" in found[0]
+    eager_losses, eager_host = train_eagerly()
+    assert losses == pytest.approx(eager_losses, rel=1e-5)
+    assert host == eager_host and dtype == torch.int64
+
+
+def test_mid_step_reads_of_to_device_batches_run_narrowed_without_step():
+    """The drop-in loop, no step(): the batch from to_device is int64 GuardedTensors, and
+    every read of a pending tensor computed from them (`if padding.max() > 0:`, `int(...)`,
+    `.cpu()`, `nonzero()`) runs narrowed; torch-xla compiles nothing itself."""
+    settle()
+    compiles, own = _xc.compile_count(), _xc.own_compile_count()
+    losses, host, dtype, found = train_lazily(use_step=False)
+    assert not found
+    assert _xc.compile_count() - compiles == _xc.own_compile_count() - own
     eager_losses, eager_host = train_eagerly()
     assert losses == pytest.approx(eager_losses, rel=1e-5)
     assert host == eager_host and dtype == torch.int64
@@ -304,7 +323,7 @@ def test_mid_step_reads_inside_step_run_narrowed():
 
 
 OPT_CHILD = r"""
-import copy, json, warnings
+import contextlib, copy, json, warnings
 import torch, torch_xla
 from transformers import OPTConfig, OPTForCausalLM
 import x64guard, x64guard.torch_xla as xt
@@ -325,12 +344,15 @@ losses = []
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     for _ in range(2):
-        with xt.step():
+        with xt.step() if USE_STEP else contextlib.nullcontext():
             loss = model(**device_batch).loss
             loss.backward()
             optimizer.step()
             optimizer.zero_grad()
-        xt.sync(model, optimizer, loss)
+        if USE_STEP:
+            xt.sync(model, optimizer, loss)
+        else:
+            xt.sync()                            # the drop-in for torch_xla.sync(), no step()
         losses.append(loss.item())
 lazy_read = [str(w.message) for w in caught if "[lazy-read]" in str(w.message)]
 eager_optimizer = torch.optim.SGD(eager_model.parameters(), lr=0.1)
@@ -345,9 +367,15 @@ print(json.dumps({"losses": losses, "eager": eager, "lazy_read": lazy_read}))
 """
 
 
-def test_opt_lazy_loop_in_step_compiles_nothing_64bit(tmp_path):
+@pytest.mark.parametrize("use_step", [True, False], ids=["step-and-named-sync", "bare-sync"])
+def test_opt_lazy_loop_compiles_nothing_64bit(tmp_path, use_step):
+    """Hugging Face's masking code reads `padding_mask.all()` mid-step. Inside step() the
+    mode catches the read; with the bare drop-in `sync()` the mask, computed from
+    to_device's attention_mask, is a GuardedTensor, which catches it: both run it narrowed
+    (before GuardedTensor the bare loop's dump held one s64 module, `s64[]` in, `pred[]` out)."""
     dump = tmp_path / "dump"
-    proc = run_python(OPT_CHILD, env={"XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text"})
+    proc = run_python(f"USE_STEP = {use_step}\n" + OPT_CHILD,
+                      env={"XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert not report["lazy_read"]

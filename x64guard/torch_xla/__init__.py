@@ -5,6 +5,7 @@
     x64guard.torch_xla.narrow_exported(exported_program)  # torch.export programs
     x64guard.torch_xla.to_device(model_or_batch)          # 64-bit data narrowed on the host, then moved
     x64guard.torch_xla.sync(model, optimizer, loss)       # a lazy-tensor step, narrowed
+    x64guard.torch_xla.sync()                             # the drop-in for torch_xla.sync()
 
 How a graph runs: torch-xla traces it lazily at full width and lowers it to StableHLO
 (`_get_stablehlo`, the lowering itself, not a serialized portable artifact); the front end
@@ -41,6 +42,8 @@ The modules, in the order a graph meets them:
     backend.py    the dynamo backend and `compile`; mixed.py: graphs with a CPU part
     outside.py    64-bit work dynamo leaves outside the graphs, reported
     exported.py   `narrow_exported`; device.py: `to_device`; lazy.py: `sync` and `step`
+    reads.py      mid-step reads run narrowed: `step`'s mode, and `GuardedTensor`, the
+                  class `to_device` gives int64 tensors (and torch to what is computed from them)
 """
 
 from __future__ import annotations
@@ -64,10 +67,11 @@ from x64guard.torch_xla.boundary import _narrow_alias  # noqa: E402
 from x64guard.torch_xla.device import to_device  # noqa: E402
 from x64guard.torch_xla.exported import NarrowedProgram, narrow_exported  # noqa: E402
 from x64guard.torch_xla.failures import TorchXlaFailure  # noqa: E402
+from x64guard.torch_xla.reads import GuardedTensor  # noqa: E402
 from x64guard.torch_xla.lazy import _LAZY_PROGRAMS, step, sync  # noqa: E402
 
 __all__ = ["backend", "compile", "narrow_exported", "to_device", "sync", "step", "NarrowedProgram", "NARROW_DTYPE",
-           "counters", "TorchXlaFailure"]
+           "counters", "TorchXlaFailure", "GuardedTensor"]
 
 _outside.start_lazy_count()
 _outside.arm()

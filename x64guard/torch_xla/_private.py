@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
+import weakref
 from typing import Iterator, Sequence
 
 # seen in torch-xla 2.9.0: torch_xla._XLAC, the C++ bindings every call below goes through
@@ -217,6 +218,28 @@ def takes_device_data(tensor) -> bool:
     # a fresh empty tensor each time: one kept alive would be a pending tensor itself, which
     # every later sync without arguments would find (measured: it broke three sync tests)
     return torch._has_compatible_shallow_copy_type(tensor, torch.empty(0, dtype=tensor.dtype, device=tensor.device))
+
+
+# seen in torch 2.9.0: Tensor._fix_weakref (torch.utils.weak's WeakIdRef calls it for the same reason)
+def owned(tensor):
+    """`tensor`, which a weak reference or the garbage collector gave back, owned by Python
+    again. PyTorch keeps a tensor's Python object alive from C++ once Python drops it while
+    C++ still holds the tensor (autograd's saved tensors): a reference revived from there
+    must say so, or C++ frees the tensor under the live object ("Deallocating Tensor that
+    still has live PyObject references") and a later `.data =` on it fails ("incompatible
+    tensor type"). Measured with the Python subclass GuardedTensor on DeBERTa-v2."""
+    if tensor is not None:
+        tensor._fix_weakref()
+    return tensor
+
+
+class TensorRef(weakref.ref):
+    """A weak reference to a tensor whose call gives the tensor `owned`."""
+
+    __slots__ = ()
+
+    def __call__(self):
+        return owned(super().__call__())
 
 
 # seen in torch 2.9.0 / torch-xla 2.9.0 (only through the calls of this module it uses)

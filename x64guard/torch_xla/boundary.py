@@ -78,7 +78,7 @@ class _BoundaryCache:
                 entries.pop(key, None)
 
         with self._lock:
-            entries[key] = _BoundaryEntry(weakref.ref(x, forget), data, alias, narrowed, buffer)
+            entries[key] = _BoundaryEntry(_xc.TensorRef(x, forget), data, alias, narrowed, buffer)
 
     def clear(self) -> None:
         with self._lock:

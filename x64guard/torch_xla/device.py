@@ -10,6 +10,7 @@ import torch
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla.base import _INTEGER_NARROW, NARROW_DTYPE, _device
+from x64guard.torch_xla.reads import guarded
 from x64guard.torch_xla.boundary import _BOUNDARY, narrow_through_host, widened_ids
 
 
@@ -23,6 +24,11 @@ def to_device(obj: Any, device: "torch.device | str | None" = None):
     shared ones still shared; the module given is not changed), a tensor, or a dict,
     list or tuple of them (a Hugging Face `BatchEncoding` comes back as a dict). Tensors
     already on the device at 64 bits are read back and narrowed on the host.
+
+    An int64 tensor stays int64 as PyTorch sees it (`one_hot`, `cross_entropy`'s targets)
+    over int32 device data, and comes back as a `GuardedTensor`: the reads of what is
+    computed from it in a lazy step (`if mask.all():`, `.item()`) run narrowed, with no
+    `x64guard.torch_xla.step()` around the step.
 
         model = x64guard.torch_xla.to_device(model)       # float64 model -> float32 on xla
         batch = x64guard.torch_xla.to_device(tokenizer_output)
@@ -71,7 +77,7 @@ def _tensor_to_device(x: torch.Tensor, target: torch.device, path: str, keep_int
     # int64 data stays int64 as PyTorch sees it (one_hot, cross_entropy's targets, int64
     # arithmetic: eager's semantics), while XLA holds the int32 data: a pending convert
     # that x64guard's programs read through (_narrow_alias), never executed by them.
-    widened = moved.to(wide)
+    widened = guarded(moved.to(wide))      # its mid-step reads, and those of what is computed from it, narrowed
     _BOUNDARY.put_alias(widened, _xc.data_id(widened), moved)
     return widened
 

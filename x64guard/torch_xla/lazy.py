@@ -19,6 +19,7 @@ from x64guard.findings import Finding, Kind, Severity
 from x64guard.modes import Mode, resolve_mode, resolve_overflow
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import outside as _outside
+from x64guard.torch_xla import reads as _reads
 from x64guard.torch_xla import share as _share
 from x64guard.torch_xla.base import _COUNTERS, NARROW_DTYPE, _device, excluded_source_dirs
 from x64guard.torch_xla.boundary import _BOUNDARY, _ID_TENSOR, _narrow_alias
@@ -122,8 +123,12 @@ def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") 
     program, and each tensor takes its result. Pending tensors not named in `keep` stay
     pending (torch-xla computes them, unnarrowed, when something reads them).
 
-    Tensors named directly (a loss, a greedy token) come back narrowed, as the backend's
-    outputs do (an int64 argmax becomes int32). Parameters, buffers and optimizer state
+    With no arguments, the drop-in for `torch_xla.sync()`: every pending XLA tensor Python
+    holds, and each keeps its dtype, as torch-xla's sync keeps it (an int64 tensor stays
+    int64 over its int32 result, a GuardedTensor: nothing 64-bit on the device); what it
+    cannot find, it warns about (`sync-pending`). Tensors named directly (a loss, a greedy
+    token) come back narrowed, as the backend's outputs do (an int64 argmax becomes int32).
+    Parameters, buffers and optimizer state
     must already be 32-bit (move models with `to_device`): a 64-bit one is refused, not
     narrowed behind the model's back.
     """
@@ -177,7 +182,7 @@ def step(*, mode: "Mode | str | None" = None, overflow: str = "error") -> Iterat
     torch op in it pays a small Python call; do not wrap compiled functions in it."""
     resolved, policy = (None if mode is None else resolve_mode(mode)), resolve_overflow(overflow).value
     # torch-xla records each op's Python stack meanwhile: findings of the step's graphs name its lines
-    with _outside.NarrowedReads(functools.partial(_read_narrowed, mode=resolved, policy=policy)), \
+    with _reads.NarrowedReads(functools.partial(_read_narrowed, mode=resolved, policy=policy)), \
             _xc.python_frames_recorded():
         yield
 
@@ -190,14 +195,21 @@ def _read_narrowed(tensor: torch.Tensor, *, mode: Mode | None, policy: str) -> t
     if alias is not None:
         return alias
     resolved = mode or resolve_mode(None)
-    wide = tensor.dtype
-    _sync_tensors([_SyncTarget("a tensor read in the step", tensor, False)], resolved, policy, _device())
-    narrowed = tensor.detach()
-    if narrowed.dtype is wide:
-        return narrowed
-    _xc.replace_data(tensor, narrowed.to(wide))
+    _sync_tensors([_SyncTarget("a tensor read in the step", tensor, False)], resolved, policy, _device(),
+                  keep_dtypes=True)
+    alias = _narrow_alias(tensor)
+    return alias if alias is not None else tensor.detach()
+
+
+def _take_keeping_dtype(tensor: torch.Tensor, narrowed: torch.Tensor) -> None:
+    """`tensor` takes `narrowed`, its value at 32 bits, and keeps its own dtype: a pending
+    convert of that data, which x64guard's programs read through (`_narrow_alias`, as
+    `to_device`'s ids), and a GuardedTensor, so that a read of it runs narrowed too (a
+    plain tensor's `.cpu()` would have torch-xla compile the convert, at 64 bits)."""
+    _xc.replace_data(tensor, narrowed.to(tensor.dtype))
     _BOUNDARY.put_alias(tensor, _xc.data_id(tensor), narrowed)
-    return narrowed
+    if type(tensor) is torch.Tensor:
+        _reads.guarded(tensor)
 
 
 class _Refused(NamedTuple):
@@ -220,10 +232,10 @@ def _sync_refusing(tensors: list[_SyncTarget], resolved: Mode, policy: str,
             _REFUSED.pop(key, None)
     tensors = [item for item in tensors if not _refused_before(item.tensor)]
     try:
-        _sync_tensors(tensors, resolved, policy, device)
+        _sync_tensors(tensors, resolved, policy, device, keep_dtypes=True)
     except X64GuardError:
         for _, tensor, _ in tensors:
-            _REFUSED[id(tensor)] = _Refused(weakref.ref(tensor), _xc.data_id(tensor))
+            _REFUSED[id(tensor)] = _Refused(_xc.TensorRef(tensor), _xc.data_id(tensor))
         raise
 
 
@@ -233,8 +245,11 @@ def _refused_before(tensor: torch.Tensor) -> bool:
     return entry is not None and entry.ref() is tensor and entry.data == _xc.data_id(tensor)
 
 
-def _sync_tensors(tensors: list[_SyncTarget], resolved: Mode, policy: str,
-                  device: torch.device) -> None:
+def _sync_tensors(tensors: list[_SyncTarget], resolved: Mode, policy: str, device: torch.device,
+                  keep_dtypes: bool = False) -> None:
+    """Run the joint pending graph of `tensors` narrowed; each tensor takes its result:
+    narrowed (an int64 loss becomes int32), or with `keep_dtypes` its own dtype kept
+    (`_take_keeping_dtype`: a sync without arguments, a read)."""
     device_str = str(device)
     if not tensors:
         return
@@ -263,7 +278,10 @@ def _sync_tensors(tensors: list[_SyncTarget], resolved: Mode, policy: str,
         ordered = [inputs[k] for k in lazy.program.order]
         results = lazy.program.run(ordered)
     for tensor, result in zip(pending, results):
-        _xc.replace_data(tensor, result)
+        if keep_dtypes and result.dtype is not tensor.dtype:
+            _take_keeping_dtype(tensor, result)
+        else:
+            _xc.replace_data(tensor, result)
     _COUNTERS["calls"] += 1
 
 
@@ -332,8 +350,8 @@ def _live_pending_tensors(young_only: bool, wanted: set[int] | None = None) -> l
                 continue
             found = found and _xc.is_xla_tensor(obj)      # not a fake tensor dynamo's caches hold
             if found:
-                candidates[id(obj)] = obj
-                _LONG_LIVED[id(obj)] = weakref.ref(obj)   # seen once: found again when older
+                candidates[id(obj)] = _xc.owned(obj)
+                _LONG_LIVED[id(obj)] = _xc.TensorRef(obj)   # seen once: found again when older
         del objects
     for tensor in list(candidates.values()):
         try:
@@ -348,7 +366,7 @@ def _live_pending_tensors(young_only: bool, wanted: set[int] | None = None) -> l
         if _narrow_alias(t) is not None:
             continue
         if _xc.data_id(t) in aliases:      # a copy of to_device's ids (dynamo's detached input): its convert too
-            _ALIAS_COPIES[_xc.tensor_id(t)] = weakref.ref(t)
+            _ALIAS_COPIES[_xc.tensor_id(t)] = _xc.TensorRef(t)
             continue
         tensors.append(t)
     if wanted is not None:

@@ -17,12 +17,11 @@ Two paths leave work to torch-xla itself, which compiles it at full width:
   two graphs). Each warning is located at the break's line or the skipped frame.
 * **the lazy loop**: a mid-step read of a pending tensor (`.item()`, `if mask.all():`,
   `.tolist()`, `.cpu()`, printing) makes torch-xla compile and run that tensor's graph
-  itself, before `x64guard.torch_xla.sync` sees it; the read goes straight to C++, with no
-  hook. Inside `x64guard.torch_xla.step()` a torch function mode (`NarrowedReads`) catches
-  the reads in Python and runs the tensor's graph narrowed first. Outside it, `sync`
-  compares torch-xla's compile counter with the compiles x64guard asked for
-  (`_private.own_compile_count`): one `lazy-read` warning per sync that follows
-  compiles of torch-xla's own.
+  itself, before `x64guard.torch_xla.sync` sees it. Reads of tensors computed from
+  `to_device`'s int64 tensors, and every read inside `x64guard.torch_xla.step()`, run
+  narrowed instead (reads.py). Others reach torch-xla: `sync` compares torch-xla's compile
+  counter with the compiles x64guard asked for (`_private.own_compile_count`): one
+  `lazy-read` warning per sync that follows compiles of torch-xla's own.
 """
 
 from __future__ import annotations
@@ -35,9 +34,9 @@ import warnings
 from typing import Any, NamedTuple, Sequence
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla import reads as _reads
 from x64guard.torch_xla.base import excluded_source_dirs
 from x64guard import _user_line
 from x64guard.errors import X64GuardWarning
@@ -93,6 +92,7 @@ def _on_compile_start(args) -> None:
     """Before dynamo traces a frame for backend='x64guard': RNN modules are traced (dynamo
     skips nn.LSTM/GRU/RNN unless allow_rnn is set: the whole forward then ran eagerly at 64
     bits, 0 graphs), restored when the frame is compiled."""
+    _reads.compiling(True)    # any backend's frame: GuardedTensor is a plain tensor to dynamo
     if getattr(_COMPILE, "state", None) is not None:
         return
     backend, code = _xc.compiling_frame()
@@ -107,6 +107,7 @@ def _on_compile_start(args) -> None:
 
 
 def _on_compile_end(args) -> None:
+    _reads.compiling(False)
     state = getattr(_COMPILE, "state", None)
     if state is None:
         return
@@ -224,59 +225,3 @@ def check_widened_ids(widened: list[str]) -> None:
                "programs cast such tensors back on the host), but 64-bit types reached the device. End each step "
                "with x64guard.torch_xla.sync() instead, which computes them narrowed")
     _warn(Finding(Kind.WIDE_IDS, Severity.WARNING, "to_device", "the step before", message))
-
-
-# ============================================================================ narrowed reads
-
-_TENSOR = torch._C.TensorBase
-# reads that return Python values: computed from the narrowed value as they are
-_VALUE_READS = frozenset({_TENSOR.item, _TENSOR.__bool__, _TENSOR.__int__, _TENSOR.__float__, _TENSOR.__index__,
-                          _TENSOR.tolist})
-# reads that return a host tensor: widened on the host to the dtype the caller sees
-_HOST_READS = frozenset({_TENSOR.cpu, _TENSOR.to})
-# ops whose result's shape depends on their input's values: torch-xla executes the input
-# (DeBERTa-v2's loss: `(labels >= 0).nonzero()`); indices, whatever the input's dtype
-_INDEX_READS = frozenset({torch.nonzero, _TENSOR.nonzero, torch.argwhere, _TENSOR.argwhere})
-
-
-class NarrowedReads(TorchFunctionMode):
-    """Inside `x64guard.torch_xla.step()`: a read of a pending XLA tensor first runs that
-    tensor's pending graph through x64guard (`read_narrowed`: lowered, narrowed, cached
-    per graph as `sync` does), then reads the narrowed value; PyTorch still sees the
-    tensor's own dtype (an int64 tensor stays int64: a pending convert of its int32 data,
-    which x64guard's programs read through, as `to_device`'s ids)."""
-
-    def __init__(self, read_narrowed):
-        super().__init__()
-        self._read_narrowed = read_narrowed
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if (func in _VALUE_READS or func in _HOST_READS) and args and _pending_xla(args[0]) \
-                and (func is not _TENSOR.to or _to_host(args[1:], kwargs)):
-            tensor = args[0]
-            narrowed = self._read_narrowed(tensor)
-            result = func(narrowed, *args[1:], **kwargs)
-            if func in _HOST_READS and narrowed.dtype is not tensor.dtype and not _names_dtype(args[1:], kwargs):
-                result = result.to(tensor.dtype)   # on the host: eager's dtype, no 64-bit device graph
-            return result
-        if func in _INDEX_READS and args and _pending_xla(args[0]):
-            return func(self._read_narrowed(args[0]), *args[1:], **kwargs)
-        return func(*args, **kwargs)
-
-
-def _pending_xla(x) -> bool:
-    return isinstance(x, torch.Tensor) and x.device.type == "xla" and _xc.needs_materialization([x])[0]
-
-
-def _to_host(args: tuple, kwargs: dict) -> bool:
-    """Whether `Tensor.to(*args, **kwargs)` moves to the CPU (a read), not within the device."""
-    device = kwargs.get("device")
-    for arg in args:
-        if isinstance(arg, (str, torch.device)):
-            device = arg
-    return device is not None and torch.device(device).type == "cpu"
-
-
-def _names_dtype(args: tuple, kwargs: dict) -> bool:
-    return "dtype" in kwargs or any(isinstance(a, torch.dtype) for a in args)

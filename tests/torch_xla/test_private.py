@@ -1,0 +1,38 @@
+"""x64guard/torch_xla/_private.py: the calls into torch and torch-xla beyond their public API."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+import torch
+
+from tests.torch_xla.common import DEVICE
+from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla.reads import GuardedTensor
+
+
+@pytest.mark.parametrize("cls", [torch.Tensor, GuardedTensor], ids=["plain", "guarded"])
+def test_a_tensor_revived_by_a_weak_reference_stays_whole(cls):
+    """A tensor Python dropped while C++ still holds it (here a view's base) lives on from
+    C++. Revived by a plain weak reference, its C++ side is freed under the live object
+    when the view goes, and `.data =` (what sync does with each result) fails; revived by
+    TensorRef, Python owns it again."""
+    outcomes = {}
+    for make_ref in (weakref.ref, _xc.TensorRef):
+        base = torch.arange(4, device=DEVICE).float()
+        base.__class__ = cls
+        view = base[0:2]
+        ref = make_ref(base)
+        del base
+        revived = ref()
+        del view
+        gc.collect()
+        try:
+            _xc.replace_data(revived, torch.zeros(3, device=DEVICE))
+            outcomes[make_ref] = revived.cpu().tolist()
+        except RuntimeError as error:
+            outcomes[make_ref] = str(error)
+    assert "incompatible tensor type" in outcomes[weakref.ref]      # the failure TensorRef exists for
+    assert outcomes[_xc.TensorRef] == [0.0, 0.0, 0.0]
