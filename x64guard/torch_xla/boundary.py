@@ -17,6 +17,7 @@ from x64guard.errors import X64GuardError
 from x64guard.findings import Finding, Kind, Severity
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import outside as _outside
+from x64guard.torch_xla import reads as _reads
 from x64guard.torch_xla.base import _COUNTERS, _INTEGER_NARROW, JAX_DTYPE_NAME, NARROW_DTYPE, _device
 from x64guard.torch_xla.program import _Program
 
@@ -99,6 +100,16 @@ def _narrow_alias(x: torch.Tensor) -> torch.Tensor | None:
 
 
 _ID_TENSOR = "to_device"   # the buffer-id slot of the _BOUNDARY entries `to_device` makes
+
+
+def held_over(wide: torch.Tensor, narrowed: torch.Tensor) -> torch.Tensor:
+    """`wide`, whose pending IR widens `narrowed` (int64 as PyTorch sees it over int32
+    device data), kept as every such tensor of x64guard's is (`to_device`'s ids, what a
+    sync without arguments kept int64): x64guard's programs read `narrowed` through it
+    (`_narrow_alias`), and it is a GuardedTensor, so that its reads, and those of what is
+    computed from it, run narrowed."""
+    _BOUNDARY.put_alias(wide, _xc.data_id(wide), narrowed)
+    return _reads.guarded(wide)
 
 
 def widened_ids() -> list[str]:

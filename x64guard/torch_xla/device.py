@@ -7,11 +7,9 @@ from typing import Any
 
 import torch
 
-from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla.base import _INTEGER_NARROW, NARROW_DTYPE, _device
-from x64guard.torch_xla.reads import guarded
-from x64guard.torch_xla.boundary import _BOUNDARY, narrow_through_host, widened_ids
+from x64guard.torch_xla.boundary import held_over, narrow_through_host, widened_ids
 
 
 def to_device(obj: Any, device: "torch.device | str | None" = None):
@@ -77,9 +75,7 @@ def _tensor_to_device(x: torch.Tensor, target: torch.device, path: str, keep_int
     # int64 data stays int64 as PyTorch sees it (one_hot, cross_entropy's targets, int64
     # arithmetic: eager's semantics), while XLA holds the int32 data: a pending convert
     # that x64guard's programs read through (_narrow_alias), never executed by them.
-    widened = guarded(moved.to(wide))      # its mid-step reads, and those of what is computed from it, narrowed
-    _BOUNDARY.put_alias(widened, _xc.data_id(widened), moved)
-    return widened
+    return held_over(moved.to(wide), moved)
 
 
 def _module_to_device(module: torch.nn.Module, target: torch.device) -> torch.nn.Module:

@@ -22,7 +22,7 @@ from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla import reads as _reads
 from x64guard.torch_xla import share as _share
 from x64guard.torch_xla.base import _COUNTERS, NARROW_DTYPE, _device, excluded_source_dirs
-from x64guard.torch_xla.boundary import _BOUNDARY, _ID_TENSOR, _narrow_alias
+from x64guard.torch_xla.boundary import _BOUNDARY, _ID_TENSOR, _narrow_alias, held_over
 from x64guard.torch_xla.failures import _narrow_module, _refusal, _torch_xla_failures
 from x64guard.torch_xla.lowering import _read_lowering
 from x64guard.torch_xla.overflow import guard
@@ -207,9 +207,7 @@ def _take_keeping_dtype(tensor: torch.Tensor, narrowed: torch.Tensor) -> None:
     `to_device`'s ids), and a GuardedTensor, so that a read of it runs narrowed too (a
     plain tensor's `.cpu()` would have torch-xla compile the convert, at 64 bits)."""
     _xc.replace_data(tensor, narrowed.to(tensor.dtype))
-    _BOUNDARY.put_alias(tensor, _xc.data_id(tensor), narrowed)
-    if type(tensor) is torch.Tensor:
-        _reads.guarded(tensor)
+    held_over(tensor, narrowed)
 
 
 class _Refused(NamedTuple):

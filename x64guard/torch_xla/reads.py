@@ -157,8 +157,10 @@ def _tensors_of(args: tuple, kwargs: dict):
 def guarded(tensor: torch.Tensor) -> torch.Tensor:
     """`tensor`, an int64-as-PyTorch-sees-it XLA tensor x64guard made (`to_device`'s, or
     one a sync without arguments kept int64), as a GuardedTensor: the same tensor object,
-    another Python class (see GuardedTensor for why not `as_subclass`)."""
-    tensor.__class__ = GuardedTensor
+    another Python class (see GuardedTensor for why not `as_subclass`); a GuardedTensor
+    or another subclass stays as it is."""
+    if type(tensor) is torch.Tensor:
+        tensor.__class__ = GuardedTensor
     return tensor
 
 
