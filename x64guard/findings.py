@@ -99,6 +99,7 @@ class Kind(enum.StrEnum):
     INPUT_OUT_OF_RANGE = "input-out-of-range"
     CALLBACK_RESULT_OUT_OF_RANGE = "callback-result-out-of-range"
     TRACE_DIFFERS = "trace-differs"
+    TRACE_NOT_LOWERED = "trace-not-lowered"
     IDENTITY_CONVERT = "identity-convert"
     TORCH_XLA_FALLBACK = "torch-xla-fallback"
     TORCH_XLA_EXECUTION = "torch-xla-execution"
@@ -175,6 +176,10 @@ KIND_TABLE: dict[Kind, tuple[str, str, str]] = {
     Kind.TRACE_DIFFERS: ("error, warning", "x64guard.jit", "the x64 trace is another program than the x32 trace "
                                                            "(library code that decides by jax_enable_x64 or by the "
                                                            "dtype): refused (error) or the x32 program run (warning)"),
+    Kind.TRACE_NOT_LOWERED: ("error, warning", "x64guard.jit", "JAX could not lower a trace x64guard.jit made: the "
+                                                               "x64 one (the x32 program run (warning) or refused "
+                                                               "(error)), or the x32 one where it was to run "
+                                                               "(refused)"),
     Kind.IDENTITY_CONVERT: ("info", "x64guard.jit, narrow", "the narrowed module and x32 JAX's may differ by converts "
                                                            "to the type their operand has (weak typing the module "
                                                            "does not record, host callback operands): they compute "

@@ -126,6 +126,69 @@ def trace_x64(jitted, args: tuple, kwargs: dict):
         return jitted.trace(*args, **kwargs)
 
 
+# ----------------------------------------------------------------------------- JAX's trace caches
+
+def release_traces(fun, collect: bool = False) -> None:
+    """Forget what JAX's trace caches hold for `fun`, an x64guard-owned wrapper
+    (`functools.partial(user_fun)`), so that nothing else of the user's is touched;
+    `collect`: then collect Python's young generations (0 and 1), since a trace's objects
+    can form cycles that hold its constants until the collector next runs (measured: the
+    x32 retrace right after a trace-differs choice still got the x64 conversion; one
+    generation-0 pass freed it, in under 0.1 ms, where a full collection takes 70-130 ms
+    with flax and torch imported).
+
+    Why: jaxlib converts a closed-over NumPy array to its traced constant once, in a cache
+    keyed by the array alone, not by jax_enable_x64 (`canonicalize_value`'s weak-key,
+    weak-value cache; jaxlib/py_values.cc SetTypedNdArrayType). While that conversion is
+    alive, a trace at the other width gets it, the wrong width, and JAX lowers an
+    ill-typed program ("op requires the same element type for all operands and results").
+    JAX's caches of a trace (pe.trace_to_jaxpr and pjit._infer_params_cached, both
+    weakref LRU caches keyed by the function) keep it alive as long as the function. An
+    x64 trace left there would break the user's own later x32 jax.jit of any code
+    closing over the same arrays, and the reverse. Seen in jax 0.10.2, 0.11.2 and
+    0.12.0.1 (`evict_weakref` on both caches); probed by feature: where a cache lacks it,
+    nothing is released (docs/limits.md)."""
+    from jax._src import pjit
+    from jax._src.interpreters import partial_eval as pe
+
+    for cache in (getattr(pe, "trace_to_jaxpr", None), getattr(pjit, "_infer_params_cached", None)):
+        evict = getattr(cache, "evict_weakref", None)
+        if evict is not None:
+            evict(fun)
+    if collect:
+        import gc
+
+        gc.collect(1)
+
+
+def jaxpr_constants(closed_jaxpr) -> list:
+    """Every constant value a traced jaxpr holds: its own consts, literals, and those of the
+    jaxprs in its equations' parameters (pjit, cond, scan, while, custom_jvp ...),
+    recursively. The consts live on ClosedJaxpr in 0.10, on Jaxpr itself in 0.11 and 0.12
+    (jaxpr_internals); Jaxpr.eqns, JaxprEqn.params and core.Literal in all three."""
+    internals = jaxpr_internals()
+    jaxpr_types = (internals.Jaxpr, internals.ClosedJaxpr)
+    found: list = []
+    seen: set = set()
+
+    def visit(item) -> None:
+        if isinstance(item, jaxpr_types):
+            if id(item) in seen:
+                return
+            seen.add(id(item))
+            found.extend(getattr(item, "consts", ()))
+            for eqn in (item.eqns if hasattr(item, "eqns") else item.jaxpr.eqns):
+                found.extend(v.val for v in eqn.invars if isinstance(v, internals.Literal))
+                for value in eqn.params.values():
+                    visit(value)
+        elif isinstance(item, (tuple, list)):
+            for element in item:
+                visit(element)
+
+    visit(closed_jaxpr)
+    return found
+
+
 def lower_traced(traced, closed_jaxpr=None):
     """Lower a `Traced` (optionally with its jaxpr replaced by `closed_jaxpr`, which has
     the same signature) with 64-bit types on for this thread only."""

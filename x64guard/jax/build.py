@@ -21,8 +21,9 @@ from x64guard.jax import _private
 from x64guard.jax.callbacks import callbacks_at_32_bits
 from x64guard.jax.inputs import narrow_aval, narrow_dtype, narrowed_spec, widened_spec
 from x64guard.jax.program import CompileAhead, Program
-from x64guard.jax.trace_check import (CrossCheck, cross_check, identity_convert_finding, matched_constant_message,
-                                      trace_differs_message)
+from x64guard.jax.trace_check import (CrossCheck, constants_from_x64_trace, cross_check, holds_wide_arrays,
+                                      identity_convert_finding, matched_constant_message, not_lowered_message,
+                                      trace_differs_message, trace_x32)
 from x64guard.jax.user_frames import narrow_at_user_line, replay_at_user_line, warn_at_user_line
 from x64guard.modes import Mode
 from x64guard.passes.tables import CONSTANT_OPS, DEFAULT_TARGET
@@ -42,6 +43,16 @@ class NarrowedX64(NamedTuple):
 class Traced(NamedTuple):
     traced: Any                  # JAX's Traced of the x64 program
     specs: list                  # the input specs it was traced with
+
+
+class RunX32(NamedTuple):
+    """`_choose`'s answer when x32 JAX's own program runs: the finding that says why."""
+
+    fallback: Finding
+
+
+class X64NotLowered(Exception):
+    """JAX could not lower the x64 trace (the cause is JAX's error)."""
 
 
 class Chosen(NamedTuple):
@@ -65,21 +76,46 @@ class Call:
     def trace(self, specs):
         spec_args, spec_kwargs = self.in_tree.unflatten(specs)
         args, kwargs = self.owner._statics.merge(spec_args, spec_kwargs, self.static)
-        return _private.trace_x64(self.owner._jit64, tuple(args), kwargs)
+        return _private.trace_x64(self.owner._jit_traced, tuple(args), kwargs)
 
 
 def build_program(owner: "NarrowedFunction", in_tree, specs, static, paths, mode: Mode,
                   compile_ahead: bool = False) -> Program:
-    """The program for one signature, traced at `specs`."""
+    """The program for one signature, traced at `specs`. Once it is built, JAX's trace
+    caches forget x64guard's traces (_private.release_traces says why)."""
     call = Call(owner, in_tree, static)
+    wide_constants: list = []
+    try:
+        chosen, specs = _build(call, specs, mode, compile_ahead, wide_constants)
+        return _program(owner, call, chosen, specs, paths)
+    finally:
+        _private.release_traces(owner._traced_fun, collect=bool(wide_constants))
+
+
+def _build(call: Call, specs: list, mode: Mode, compile_ahead: bool, wide_constants: list) -> tuple[Chosen, list]:
+    """The chosen program and the specs traced at; `wide_constants` gets True when the
+    x64 trace holds 64-bit array constants (build_program then collects them)."""
+    owner = call.owner
     traced, specs = trace_x64(call, specs)
+    if holds_wide_arrays(traced):
+        wide_constants.append(True)
     narrowed, ahead = None, None
     if compile_ahead:
         narrowed, ahead = _narrow_and_start_compile(owner, traced, mode)
     # The cross-check: the x32 trace of the same call.
-    check = cross_check(owner._jit64, owner._statics, traced, in_tree, specs, static)
-    chosen = _choose(owner, traced, check, narrowed, ahead, mode)
-    return _program(owner, call, chosen, specs, paths)
+    check = cross_check(owner._jit_traced, owner._statics, traced, call.in_tree, specs, call.static)
+    choice = _choose(owner, traced, check, narrowed, ahead, mode)
+    if not isinstance(choice, RunX32):
+        return choice, specs
+    traced32 = check.traced32
+    if constants_from_x64_trace(traced, traced32):
+        # The x32 trace holds the x64 trace's conversions of closed-over NumPy arrays
+        # (jaxlib's cache, _private.release_traces), which JAX cannot lower at 32 bits.
+        # Traced again once nothing holds the x64 trace, it converts them itself.
+        del traced, check, narrowed, ahead, traced32
+        _private.release_traces(owner._traced_fun, collect=True)
+        traced32 = trace_x32(owner._jit_traced, owner._statics, call.in_tree, specs, call.static)
+    return x32_program(owner, traced32, choice.fallback, mode), specs
 
 
 def trace_x64(call: Call, specs: list) -> Traced:
@@ -128,16 +164,20 @@ def _narrow_and_start_compile(owner: "NarrowedFunction", traced, mode: Mode):
     return narrowed, ahead
 
 
-def _choose(owner: "NarrowedFunction", traced, check: CrossCheck, narrowed, ahead, mode: Mode) -> Chosen:
+def _choose(owner: "NarrowedFunction", traced, check: CrossCheck, narrowed, ahead, mode: Mode) -> Chosen | RunX32:
     """Which program runs, by the cross-check (the module docstring says how)."""
     traced32, difference = check.traced32, check.difference
     if difference is not None and mode is not Mode.ERROR:
-        fallback = Finding(Kind.TRACE_DIFFERS, "warning", difference.primitive, difference.location or "?",
-                           trace_differs_message(difference, ran_x32=True))
-        return x32_program(owner, traced32, fallback, mode)
+        return RunX32(Finding(Kind.TRACE_DIFFERS, "warning", difference.primitive, difference.location or "?",
+                              trace_differs_message(difference, ran_x32=True)))
     if narrowed is None:
-        narrowed = narrowed_x64(owner, traced, mode)
-    elif isinstance(narrowed, Exception):
+        try:
+            narrowed = narrowed_x64(owner, traced, mode)
+        except X64NotLowered as error:
+            narrowed = error
+    if isinstance(narrowed, X64NotLowered):
+        return _x64_not_lowered(narrowed, traced32, mode)
+    if isinstance(narrowed, Exception):
         raise narrowed
     result = narrowed.result
     matched = [f for f in result.findings if f.kind == Kind.DTYPE_CONSTANT and f.op in CONSTANT_OPS]
@@ -147,9 +187,8 @@ def _choose(owner: "NarrowedFunction", traced, check: CrossCheck, narrowed, ahea
         # that happens to equal the expression (TFP's owens_t coefficient
         # -0.99999999999999977 = -(1 - eps)), or a constant a lowering rule made.
         # x32's program is right in both cases.
-        fallback = dataclasses.replace(matched[0], severity="warning",
-                                       message=matched_constant_message(matched[0]))
-        return x32_program(owner, traced32, fallback, mode)
+        return RunX32(dataclasses.replace(matched[0], severity="warning",
+                                          message=matched_constant_message(matched[0])))
     if difference is not None:  # mode error, and the narrowing itself passed
         message = trace_differs_message(difference, ran_x32=False)
         finding = Finding(Kind.TRACE_DIFFERS, "error", difference.primitive, difference.location or "?", message)
@@ -159,6 +198,20 @@ def _choose(owner: "NarrowedFunction", traced, check: CrossCheck, narrowed, ahea
     if converts is not None:
         result.findings.append(converts)
     return Chosen(traced, narrowed.lowered, narrowed.convention, result, ahead)
+
+
+def _x64_not_lowered(error: X64NotLowered, traced32, mode: Mode) -> RunX32:
+    """JAX could not lower the x64 trace. x32 JAX's program runs in its place (its answer
+    is x32 JAX's by construction); mode error refuses, since nothing narrowed was checked;
+    a function x32 JAX cannot trace either gets JAX's own error."""
+    cause = error.__cause__
+    if traced32 is None:
+        raise cause
+    op, location, message = not_lowered_message(cause, x64=True, ran_x32=mode is not Mode.ERROR)
+    if mode is Mode.ERROR:
+        finding = Finding(Kind.TRACE_NOT_LOWERED, "error", op, location, message)
+        raise X64GuardError(f"x64guard.jit: {message}", [finding]) from cause
+    return RunX32(Finding(Kind.TRACE_NOT_LOWERED, "warning", op, location, message))
 
 
 def _program(owner: "NarrowedFunction", call: Call, chosen: Chosen, specs, paths) -> Program:
@@ -184,7 +237,12 @@ def narrowed_x64(owner: "NarrowedFunction", traced, mode: Mode) -> NarrowedX64:
     """The x64 trace lowered and narrowed; the narrowing's summary warning recorded, not
     issued (it is issued only if this is the program that runs)."""
     callbacks = callbacks_at_32_bits(traced.jaxpr)
-    lowered = _private.lower_traced(traced, callbacks)
+    try:
+        lowered = _private.lower_traced(traced, callbacks)
+    except X64GuardError:
+        raise
+    except Exception as error:  # noqa: BLE001  (_choose decides what runs instead)
+        raise X64NotLowered() from error
     convention = _private.calling_convention(lowered)
     # JAX's own cached module: narrow works on a clone.
     with warnings.catch_warnings(record=True) as summary:
@@ -196,7 +254,12 @@ def narrowed_x64(owner: "NarrowedFunction", traced, mode: Mode) -> NarrowedX64:
 def x32_program(owner: "NarrowedFunction", traced32, fallback: Finding, mode: Mode) -> Chosen:
     """The x32 trace lowered and run in place of the narrowed x64 one (its answer is x32
     JAX's by construction), `fallback` saying why, warned once at the user's line."""
-    lowered = _private.lower_traced_x32(traced32)
+    try:
+        lowered = _private.lower_traced_x32(traced32)
+    except Exception as error:  # noqa: BLE001  (refused: neither program can be built)
+        op, location, message = not_lowered_message(error, x64=False, ran_x32=False)
+        finding = Finding(Kind.TRACE_NOT_LOWERED, "error", op, location, f"{message}; before that: {fallback.message}")
+        raise X64GuardError(f"x64guard.jit: {finding.message}", [finding]) from error
     convention = _private.calling_convention(lowered)
     # x32 JAX's own module still holds 64-bit values where JAX traces them with x64 off
     # (iota_2x32_shape's uint64 counters): narrowed, the pass computes them in 32 bits,

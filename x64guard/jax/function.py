@@ -85,7 +85,12 @@ class NarrowedFunction:
         self._jit_kwargs = jit_kwargs
         self._trace_dtypes = trace_dtypes  # derived functions: the dtypes their primal was traced at
         self._statics = StaticArgs(fun, jit_kwargs.get("static_argnums"), jit_kwargs.get("static_argnames"))
-        self._jit64 = jax.jit(fun, **jit_kwargs)
+        self._jit64 = jax.jit(fun, **jit_kwargs)  # mode allow: the function as JAX runs it
+        # The traces that build programs go through a wrapper of our own: JAX's trace
+        # caches key on the function, and build_program makes them forget these traces
+        # without touching what they hold for `fun` itself (_private.release_traces).
+        self._traced_fun = functools.partial(fun)
+        self._jit_traced = jax.jit(self._traced_fun, **jit_kwargs)
         self._cache: dict[_ProgramKey, Program] = {}
         self._lock = threading.Lock()
         self._derived_functions: dict[tuple, NarrowedFunction] = {}

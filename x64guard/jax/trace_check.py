@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import sys
 import warnings
 from typing import Any, Callable, NamedTuple
@@ -53,16 +54,8 @@ def cross_check(jitted, statics, traced, in_tree, specs, static) -> CrossCheck:
     """`jitted` traced with x64 off too, on the inputs' 32-bit types, and compared with the
     x64 trace `traced`. A function x32 JAX cannot trace is not compared (no x32 trace, no
     difference: its narrowing is checked as before)."""
-    narrow_specs = [narrowed_spec(s) for s in specs]
-    spec_args, spec_kwargs = in_tree.unflatten(narrow_specs)
-    args, kwargs = statics.merge(spec_args, spec_kwargs, static)
     try:
-        # Code written for x64 asks for float64 explicitly: with x64 off JAX warns that
-        # it truncates (a UserWarning per request), which is this check's business, not
-        # the user's. (catch_warnings is process-wide for its duration.)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            traced32 = _private.trace_x32(jitted, tuple(args), kwargs)
+        traced32 = trace_x32(jitted, statics, in_tree, specs, static)
     except Exception:  # noqa: BLE001  (x32 JAX raises here too: nothing to compare with)
         return CrossCheck(None, None, (), (), (), ())
     converts64, converts32, in_lowerings, merged = [], [], [], []
@@ -72,6 +65,35 @@ def cross_check(jitted, statics, traced, in_tree, specs, static) -> CrossCheck:
         merged_widths=merged)
     return CrossCheck(traced32, difference, tuple(converts64), tuple(converts32), tuple(in_lowerings),
                       tuple(merged))
+
+
+def trace_x32(jitted, statics, in_tree, specs, static):
+    """`jitted` traced with x64 off on the inputs' 32-bit types (what x32 JAX traces)."""
+    spec_args, spec_kwargs = in_tree.unflatten([narrowed_spec(s) for s in specs])
+    args, kwargs = statics.merge(spec_args, spec_kwargs, static)
+    # Code written for x64 asks for float64 explicitly: with x64 off JAX warns that it
+    # truncates (a UserWarning per request), which is this check's business, not the
+    # user's. (catch_warnings is process-wide for its duration.)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return _private.trace_x32(jitted, tuple(args), kwargs)
+
+
+def holds_wide_arrays(traced) -> bool:
+    """Whether a trace holds 64-bit NumPy array constants: conversions jaxlib caches per
+    array (_private.release_traces), which a trace at the other width would get."""
+    return any(isinstance(c, np.ndarray) and narrow_dtype(c.dtype) is not None
+               for c in _private.jaxpr_constants(traced.jaxpr))
+
+
+def constants_from_x64_trace(traced64, traced32) -> list:
+    """The x32 trace's 64-bit constants that are the x64 trace's own objects: closed-over
+    NumPy arrays whose x64 conversion jaxlib handed the x32 trace from its cache
+    (_private.release_traces says why). Proof by identity, not by dtype: with
+    jax_explicit_x64_dtypes 'allow' an x32 trace may hold 64-bit constants of its own."""
+    ids64 = {id(c) for c in _private.jaxpr_constants(traced64.jaxpr)}
+    return [c for c in _private.jaxpr_constants(traced32.jaxpr)
+            if id(c) in ids64 and narrow_dtype(getattr(c, "dtype", np.dtype(object))) is not None]
 
 
 def same_lowering(eqn64, eqn32, converts_differ: list | None = None) -> bool:
@@ -390,6 +412,40 @@ def trace_differs_message(difference, ran_x32: bool) -> str:
             f"jax_enable_x64 or by the dtype while tracing), first at {difference.primitive} (library line "
             f"{difference.location or 'unknown'}): x64 trace `{difference.x64}`, x32 trace `{difference.x32}`; "
             f"{what} [trace-differs]")
+
+
+# JAX's lowering errors name the op and its source: `'stablehlo.add' op requires ...` and
+# `at loc("jit(f)/add"(callsite("f"("/path/file.py":12:4 to :9) ...`.
+_MLIR_OP = re.compile(r"'([a-z_]+\.[a-z_0-9.]+)' op")
+_LOC_OP = re.compile(r'loc\("[^"]*?/([^"/]+)"')
+_LOC_LINE = re.compile(r'"([^"]+)":(\d+):\d+')
+
+
+def not_lowered_message(error: BaseException, x64: bool, ran_x32: bool) -> tuple[str, str, str]:
+    """(op, location, message) for a trace JAX could not lower: the op and source line
+    its error names ('?' where it names none), its first line, the known cause, what to do."""
+    text = str(error)
+    op = _MLIR_OP.search(text) or _LOC_OP.search(text)
+    line = _LOC_LINE.search(text)
+    op_name, location = (op.group(1) if op else type(error).__name__), (f"{line.group(1)}:{line.group(2)}" if line else "?")
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    first = lines[0] if lines else type(error).__name__
+    if first.endswith(":") and len(lines) > 1:  # "Cannot lower jaxpr with verifier errors:" then the reason
+        first = f"{first} {lines[1]}"
+    if x64:
+        what = ("x64guard runs the x32 program (JAX's trace with x64 off: x32 JAX's answer) instead of narrowing "
+                "the x64 one" if ran_x32 else "there is nothing narrowed to check; mode 'warn' runs x32 JAX's "
+                "program instead")
+        width, other = "x64", "x64 off"
+    else:
+        what, width, other = "refused: neither program can be built", "x32", "x64 on"
+    return op_name, location, (
+        f"{user_place()}: JAX could not lower the function's {width} trace ({first}; {op_name} at "
+        f"{location}); {what}. A known cause: a NumPy array the function closes over was converted by JAX "
+        f"earlier in this process with {other} and is still in use there (a jitted function's cached trace): "
+        "jaxlib keeps one conversion per array, whatever jax_enable_x64 says, and a trace at the other width "
+        "gets it. Pass such arrays as arguments, or hold them at the width you mean "
+        "(np.asarray(table, np.float32)) [trace-not-lowered]")
 
 
 class _Reason(NamedTuple):
