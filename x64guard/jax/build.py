@@ -21,8 +21,7 @@ from x64guard.jax import _private
 from x64guard.jax.callbacks import callbacks_at_32_bits
 from x64guard.jax.inputs import narrow_aval, narrow_dtype, narrowed_spec, widened_spec
 from x64guard.jax.program import CompileAhead, Program
-from x64guard.jax.trace_check import (CrossCheck, constants_from_x64_trace, cross_check, holds_wide_arrays,
-                                      identity_convert_finding, matched_constant_message, not_lowered_message,
+from x64guard.jax.trace_check import (CrossCheck, constants_from_x64_trace, cross_check, identity_convert_finding, matched_constant_message, not_lowered_message,
                                       trace_differs_message, trace_x32)
 from x64guard.jax.user_frames import narrow_at_user_line, replay_at_user_line, warn_at_user_line
 from x64guard.modes import Mode
@@ -84,21 +83,17 @@ def build_program(owner: "NarrowedFunction", in_tree, specs, static, paths, mode
     """The program for one signature, traced at `specs`. Once it is built, JAX's trace
     caches forget x64guard's traces (_private.release_traces says why)."""
     call = Call(owner, in_tree, static)
-    wide_constants: list = []
     try:
-        chosen, specs = _build(call, specs, mode, compile_ahead, wide_constants)
+        chosen, specs = _build(call, specs, mode, compile_ahead)
         return _program(owner, call, chosen, specs, paths)
     finally:
-        _private.release_traces(owner._traced_fun, collect=bool(wide_constants))
+        _private.release_traces(owner._traced_fun)
 
 
-def _build(call: Call, specs: list, mode: Mode, compile_ahead: bool, wide_constants: list) -> tuple[Chosen, list]:
-    """The chosen program and the specs traced at; `wide_constants` gets True when the
-    x64 trace holds 64-bit array constants (build_program then collects them)."""
+def _build(call: Call, specs: list, mode: Mode, compile_ahead: bool) -> tuple[Chosen, list]:
+    """The chosen program and the specs traced at."""
     owner = call.owner
     traced, specs = trace_x64(call, specs)
-    if holds_wide_arrays(traced):
-        wide_constants.append(True)
     narrowed, ahead = None, None
     if compile_ahead:
         narrowed, ahead = _narrow_and_start_compile(owner, traced, mode)
@@ -113,7 +108,7 @@ def _build(call: Call, specs: list, mode: Mode, compile_ahead: bool, wide_consta
         # (jaxlib's cache, _private.release_traces), which JAX cannot lower at 32 bits.
         # Traced again once nothing holds the x64 trace, it converts them itself.
         del traced, check, narrowed, ahead, traced32
-        _private.release_traces(owner._traced_fun, collect=True)
+        _private.release_traces(owner._traced_fun)
         traced32 = trace_x32(owner._jit_traced, owner._statics, call.in_tree, specs, call.static)
     return x32_program(owner, traced32, choice.fallback, mode), specs
 

@@ -79,13 +79,6 @@ def trace_x32(jitted, statics, in_tree, specs, static):
         return _private.trace_x32(jitted, tuple(args), kwargs)
 
 
-def holds_wide_arrays(traced) -> bool:
-    """Whether a trace holds 64-bit NumPy array constants: conversions jaxlib caches per
-    array (_private.release_traces), which a trace at the other width would get."""
-    return any(isinstance(c, np.ndarray) and narrow_dtype(c.dtype) is not None
-               for c in _private.jaxpr_constants(traced.jaxpr))
-
-
 def constants_from_x64_trace(traced64, traced32) -> list:
     """The x32 trace's 64-bit constants that are the x64 trace's own objects: closed-over
     NumPy arrays whose x64 conversion jaxlib handed the x32 trace from its cache
