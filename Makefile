@@ -6,6 +6,7 @@
 #   make test-fast  the everyday tier (< 2 min on 2 cores): pass rules, the API, a sample of
 #                   the differential corpus, the command line's quick cases; no test marked slow
 #   make test-matrix  the JAX-side suites on jax 0.10, 0.11 and 0.12 (Python 3.11, 3.12, 3.13)
+#   make docs       the docs site from docs/ into build/docs/html (warnings are errors)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -16,7 +17,7 @@ DEMO_VENV  ?= $(VENV)
 DEMO_PY    := $(DEMO_VENV)/bin/python
 DEMO_STAMP := $(DEMO_VENV)/.x64guard-demo-installed
 
-.PHONY: demo test test-fast test-models test-matrix bench install clean fuzz
+.PHONY: demo test test-fast test-models test-matrix bench install clean fuzz docs
 
 %/bin/python:
 	$(PYTHON) -m venv $*
@@ -93,6 +94,22 @@ fuzz: $(STAMP)
 
 bench: $(VENV)/.x64guard-bench
 	$(PY) -m bench.run
+
+# The docs site: Sphinx + MyST over docs/*.md, the API reference by autodoc (which imports
+# x64guard, torch-xla included: hence `make install` first). Only the `docs` extra's packages
+# are added to the venv (x64guard itself is not reinstalled). -W: every warning is an error;
+# -n: every cross-reference and internal link (page and heading anchor) must resolve; -E: a
+# fresh build, so an unchanged page's warnings are not hidden by Sphinx's cache.
+DOCS_STAMP := $(VENV)/.x64guard-docs
+
+$(DOCS_STAMP): pyproject.toml | $(STAMP)
+	$(PY) -c "import tomllib; print('\\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['docs']))" > $(VENV)/docs-requirements.txt
+	$(PY) -m pip install --quiet -r $(VENV)/docs-requirements.txt
+	touch $@
+
+docs: $(DOCS_STAMP)
+	PJRT_DEVICE=CPU $(PY) -m sphinx -W --keep-going -n -E -q -b html -d build/docs/doctrees docs build/docs/html
+	@echo "docs: build/docs/html/index.html"
 
 clean:
 	rm -rf $(VENV) .matrix build *.egg-info
