@@ -1,5 +1,5 @@
 """x64guard.torch: `set_default_int_dtype`, the integer twin of `torch.set_default_dtype`
-proposed in pytorch/pytorch#141994, delivered as a library.
+proposed in pytorch/pytorch#141994, delivered as a library::
 
     import torch, x64guard.torch as xt
 

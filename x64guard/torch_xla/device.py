@@ -26,7 +26,7 @@ def to_device(obj: Any, device: "torch.device | str | None" = None):
     An int64 tensor stays int64 as PyTorch sees it (`one_hot`, `cross_entropy`'s targets)
     over int32 device data, and comes back as a `GuardedTensor`: the reads of what is
     computed from it in a lazy step (`if mask.all():`, `.item()`) run narrowed, with no
-    `x64guard.torch_xla.step()` around the step.
+    `x64guard.torch_xla.step()` around the step::
 
         model = x64guard.torch_xla.to_device(model)       # float64 model -> float32 on xla
         batch = x64guard.torch_xla.to_device(tokenizer_output)

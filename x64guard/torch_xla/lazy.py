@@ -103,7 +103,7 @@ _LAZY_PROGRAMS = _LazyProgramCache()
 
 def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") -> None:
     """Run the pending lazy computation of the tensors in `keep` narrowed, in place of
-    `torch_xla.sync()` at the end of a lazy-tensor training step:
+    `torch_xla.sync()` at the end of a lazy-tensor training step::
 
         model = x64guard.torch_xla.to_device(model)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -160,7 +160,7 @@ def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") 
 
 @contextlib.contextmanager
 def step(*, mode: "Mode | str | None" = None, overflow: str = "error") -> Iterator[None]:
-    """A lazy step whose mid-step reads run narrowed:
+    """A lazy step whose mid-step reads run narrowed::
 
         for batch in batches:
             with x64guard.torch_xla.step():
