@@ -48,10 +48,10 @@ DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SHOWN = {"text", "json", "yaml", "mlir", "python", "console", "sh"}
 BLOCK_MARK = "\x1e-x64guard-doc-block-\x1e"
 # Measured over about 5 s (torch, torch-xla, the CLI gate, a tool run): marked slow for a fast tier.
-SLOW_PYTHON = {"README.md", "torch.md", "torch_xla.md"}
+SLOW_PYTHON = {"README.md", "torch.md", "torch_xla.md", "torch_xla-lazy.md"}
 SLOW_CONSOLE = {"README.md", "cli.md", "constants.md"}
 # Their python blocks import torch or torch-xla: not run by `make test-matrix`.
-TORCH_PYTHON = {"README.md", "torch.md", "torch_xla.md", "targets.md"}
+TORCH_PYTHON = {"README.md", "torch.md", "torch_xla.md", "torch_xla-lazy.md", "targets.md"}
 
 
 @dataclasses.dataclass
@@ -251,3 +251,17 @@ def test_output_matching() -> None:
     assert output_matches("x = ...\n...\nend", "x = 1\nmore\nlines\nend")
     assert not output_matches("a b", "a c")
     assert not output_matches("a", "a\nb")
+
+
+# Issue 36: a README read at a glance, docs pages short enough to read (split a page that grows).
+README_MAX_CHARS = 10_000
+PAGE_MAX_BYTES = 25 * 1024
+
+
+def test_readme_and_pages_stay_short() -> None:
+    readme = len((ROOT / "README.md").read_text())
+    assert readme <= README_MAX_CHARS, f"README.md has {readme} characters (at most {README_MAX_CHARS})"
+    pages = [*sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs").glob("*.rst"))]
+    assert len(pages) > 10, "the docs pages were not found"
+    long = {page.name: page.stat().st_size for page in pages if page.stat().st_size > PAGE_MAX_BYTES}
+    assert not long, f"docs pages over {PAGE_MAX_BYTES} bytes (split them): {long}"
