@@ -62,22 +62,27 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
     """Narrow i64/ui64/f64/complex<f64> to i32/ui32/f32/complex<f32>, as JAX does when it
     traces with x64 off, or refuse with `X64GuardError` naming every reason.
 
-    mode: allow (keep 64-bit types, report what would change), warn (narrow; one
-    `X64GuardWarning` summary per module plus one per lossy finding), error (refuse any
-    64-bit use). Default: $X64GUARD_MODE, else warn.
-    overflow: error | saturate | wrap, for constants the 32-bit type cannot hold.
-    trusted: MLIR bytecode (bytes or a file) is first read in a separate process, because
-    jaxlib's reader can crash on corrupted bytecode; True skips that for bytecode you made.
-    dtype_constants: float64 constants that are finfo(float64) expressions (eps, 1 - eps,
-    tiny, nextafter(-1, 0), ...) become float32's, as JAX computes them with x64 off, each
-    an `info` finding (docs/constants.md); False rounds them like any other value.
-    target: the profile narrowed for (`x64guard.passes.tables.TARGET_PROFILES`): on x32
-    (default) the RNG state of rng_bit_generator (jax.random rbg keys, torch-xla) stays
-    64-bit, on x32-strict such draws are refused. On a Neuron target the narrowed module is
-    then checked against neuronx-cc's documented rules: what remains is in `findings` with
-    the compiler's codes (warned once, never rewritten approximately); `neuron_cc_flags` as
-    for `check`.
-    Input x64guard cannot read raises ValueError ("x64guard: ...").
+    Args:
+        module: MLIR text, bytecode or a portable artifact (bytes), a file, or an
+            `ir.Module` (never mutated).
+        mode: allow (keep 64-bit types, report what would change), warn (narrow; one
+            `X64GuardWarning` summary per module plus one per lossy finding), error (refuse
+            any 64-bit use). Default: $X64GUARD_MODE, else warn.
+        overflow: error | saturate | wrap, for constants the 32-bit type cannot hold.
+        trusted: MLIR bytecode (bytes or a file) is first read in a separate process, because
+            jaxlib's reader can crash on corrupted bytecode; True skips that for bytecode you made.
+        dtype_constants: float64 constants that are finfo(float64) expressions (eps, 1 - eps,
+            tiny, nextafter(-1, 0), ...) become float32's, as JAX computes them with x64 off,
+            each an `info` finding (docs/constants.md); False rounds them like any other value.
+        target: the profile narrowed for (`x64guard.passes.tables.TARGET_PROFILES`): on x32
+            (default) the RNG state of rng_bit_generator (jax.random rbg keys, torch-xla) stays
+            64-bit, on x32-strict such draws are refused. On a Neuron target the narrowed module
+            is then checked against neuronx-cc's documented rules: what remains is in `findings`
+            with the compiler's codes (warned once, never rewritten approximately).
+        neuron_cc_flags: as for `check`.
+
+    Returns:
+        A `NarrowResult`. Input x64guard cannot read raises ValueError ("x64guard: ...").
     """
     resolved = resolve_mode(mode)
     policy = resolve_overflow(overflow)

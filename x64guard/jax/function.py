@@ -55,14 +55,18 @@ def jit(fun: Callable | None = None, *, mode: "Mode | str | None" = None, overfl
     """`jax.jit`, narrowed: usable as `x64guard.jit(f)`, `@x64guard.jit` and
     `@x64guard.jit(mode="error")`. Accepts what `jax.jit` accepts.
 
-    mode: allow (run full width, 64-bit results), warn (narrow), error (refuse any 64-bit
-    use at trace time). None: the mode in force when called (`x64guard.mode`,
-    `x64guard.set_mode`, $X64GUARD_MODE, else warn).
-    target: the profile narrowed for (`x64guard.narrow`'s): on a Neuron target what
-    neuronx-cc would still reject refuses (mode error) or warns (mode warn) before compiling.
+    Args:
+        mode: allow (run full width, 64-bit results), warn (narrow), error (refuse any 64-bit
+            use at trace time). None: the mode in force when called (`x64guard.mode`,
+            `x64guard.set_mode`, $X64GUARD_MODE, else warn).
+        overflow: error | saturate | wrap, for constants the 32-bit type cannot hold.
+        target: the profile narrowed for (`x64guard.narrow`'s): on a Neuron target what
+            neuronx-cc would still reject refuses (mode error) or warns (mode warn) before
+            compiling.
 
-    Returns a function (wrapping `fun`) with `.lower(*args, **kwargs)`; its
-    `.narrowed_function` is the `NarrowedFunction` behind it.
+    Returns:
+        A function (wrapping `fun`) with `.lower(*args, **kwargs)`; its `.narrowed_function`
+        is the `NarrowedFunction` behind it.
     """
     if fun is None:
         return functools.partial(jit, mode=mode, overflow=overflow, target=target, **jit_kwargs)
