@@ -16,6 +16,24 @@ from x64guard.torch._private import (dynamo_is_tracing, function_mode_stack, pop
 from x64guard.torch.bounds import ALLOWED_DTYPES
 from x64guard.torch.rules import RULES
 
+# The functions of the rule table that torch wraps with functools.wraps (Tensor.__rsub__,
+# __pow__, __floordiv__, ... in torch/_tensor.py). Dynamo inlines such a wrapper, and its
+# call of handle_torch_function hands the modes the wrapper read from its own closure: on
+# torch 2.15 a stand-in that hashes by identity of Dynamo's own tracker, not as the function
+# does, so a dict lookup misses and the "key absent" guard it installs fails at once (2.9
+# hashes it right). Identity (`is`) holds on both, so while Dynamo traces, the mode swaps it
+# for the table's own object before any lookup.
+_WRAPPED_RULES = tuple(func for func in RULES if hasattr(func, "__wrapped__"))
+
+
+def _table_function(func):
+    """`func` as the rule table holds it: the same object, one Dynamo traces as itself."""
+    for wrapped in _WRAPPED_RULES:
+        if func is wrapped:
+            return wrapped
+    return func
+
+
 # Where the mode classes say they come from (their repr, torch.compile's guards): the
 # public package, as before it was split.
 _PUBLIC_MODULE = "x64guard.torch"
@@ -28,6 +46,8 @@ class _DefaultIntMode(TorchFunctionMode):
     dtype: torch.dtype = torch.int64
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if torch.compiler.is_dynamo_compiling():
+            func = _table_function(func)
         rule = RULES.get(func)
         if rule is None or (not torch.compiler.is_dynamo_compiling() and dynamo_is_tracing()):
             if kwargs:
