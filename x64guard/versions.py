@@ -64,3 +64,22 @@ def check_torch_xla_version() -> None:
         "uses torch-xla's private graph calls (torch_xla._XLAC), which change between releases; install the "
         "tested pair (pip install 'x64guard[torch-xla]', i.e. torch==2.9.0 torch-xla==2.9.0) or set {env}=1 "
         "to try anyway.")
+
+
+# [low, high): x64guard.torch (set_default_int_dtype) on plain PyTorch. It teaches Dynamo
+# through PyTorch's private calls (x64guard/torch/_private.py) and leans on how Dynamo
+# traces torch-function modes, both of which change between releases. Tested on 2.9.0
+# (`make test`) and 2.15.0 (`make test-matrix`'s torch-2.15 row).
+TESTED_TORCH = ((2, 9, 0), (2, 16, 0))
+ALLOW_UNTESTED_TORCH_ENV = "X64GUARD_ALLOW_UNTESTED_TORCH"
+
+
+def check_torch_version() -> None:
+    import torch
+
+    require_tested_versions(
+        {"torch": torch.__version__}, TESTED_TORCH, ALLOW_UNTESTED_TORCH_ENV,
+        "x64guard.torch is tested with {name} >= {low} and < {high}, but {name} {version} is installed. It "
+        "relies on how torch.compile (Dynamo) traces torch-function modes and on PyTorch's private calls "
+        "(x64guard/torch/_private.py), which change between releases; install a tested torch "
+        "(pip install 'torch>=2.9,<2.16') or set {env}=1 to try anyway.")

@@ -43,10 +43,15 @@ _private.py (every private PyTorch call, with the versions it was seen in).
 
 from __future__ import annotations
 
-from x64guard.torch.bounds import ALLOWED_DTYPES, DefaultIntOverflowError
-from x64guard.torch.default_int import default_int_dtype, get_default_int_dtype, set_default_int_dtype
-from x64guard.torch.rules import (ACCUMULATIONS, BINARY_OPERANDS, DTYPE_DEFAULTS, INDEX_RESULTS,
-                                  INT32_ARGUMENTS, INT64_ARGUMENTS)
+from x64guard.versions import check_torch_version
+
+check_torch_version()  # before any of PyTorch's private calls: a clear message for an untested torch
+
+from x64guard.torch.bounds import ALLOWED_DTYPES, DefaultIntOverflowError  # noqa: E402
+from x64guard.torch.default_int import (default_int_dtype, get_default_int_dtype,  # noqa: E402
+                                        set_default_int_dtype)
+from x64guard.torch.rules import (ACCUMULATIONS, BINARY_OPERANDS, DTYPE_DEFAULTS,  # noqa: E402
+                                  INDEX_RESULTS, INT32_ARGUMENTS, INT64_ARGUMENTS)
 
 __all__ = ["set_default_int_dtype", "get_default_int_dtype", "default_int_dtype", "DefaultIntOverflowError",
            "ALLOWED_DTYPES"]
