@@ -10,16 +10,16 @@ from typing import Any, Callable
 import torch
 
 # Dynamo's module whose TorchInGraphFunctionVariable decides which calls reach
-# torch-function modes (torch 2.9.0).
+# torch-function modes (torch 2.9.0, 2.15.0).
 DYNAMO_VARIABLES = "torch._dynamo.variables.torch"
-# Dynamo's module whose `tls.current_tx` is set while it traces a frame (torch 2.9.0).
+# Dynamo's module whose `tls.current_tx` is set while it traces a frame (torch 2.9.0, 2.15.0).
 _DYNAMO_CONVERT = "torch._dynamo.symbolic_convert"
 _dynamo_tls: list = [None]
 
 
 def dynamo_is_tracing() -> bool:
     """True while Dynamo traces or compiles a frame: torch.compile's
-    `symbolic_convert.tls.current_tx` is set (torch 2.9.0). Read without importing Dynamo,
+    `symbolic_convert.tls.current_tx` is set (torch 2.9.0, 2.15.0). Read without importing Dynamo,
     so that eager-only programs never import it."""
     tls = _dynamo_tls[0]
     if tls is None:
@@ -32,8 +32,8 @@ def dynamo_is_tracing() -> bool:
 
 def hand_factories_to_modes(module: Any, factories: frozenset[Callable]) -> None:
     """Patch Dynamo's `TorchInGraphFunctionVariable.torch_function_override_enabled` (torch
-    2.9.0) so that calls of `factories` reach the torch-function modes on the stack, as in
-    eager mode; it reads `tx.symbolic_torch_function_state` (torch 2.9.0). Idempotent."""
+    2.9.0, 2.15.0) so that calls of `factories` reach the torch-function modes on the stack, as in
+    eager mode; it reads `tx.symbolic_torch_function_state` (torch 2.9.0, 2.15.0). Idempotent."""
     cls = getattr(module, "TorchInGraphFunctionVariable", None)
     original = getattr(cls, "torch_function_override_enabled", None)
     if original is None or getattr(original, "_x64guard", False):
@@ -52,15 +52,15 @@ def hand_factories_to_modes(module: Any, factories: frozenset[Callable]) -> None
 
 def function_mode_stack() -> list:
     """This thread's torch-function modes, innermost last:
-    `torch.overrides._get_current_function_mode_stack` (torch 2.9.0)."""
+    `torch.overrides._get_current_function_mode_stack` (torch 2.9.0, 2.15.0)."""
     return torch.overrides._get_current_function_mode_stack()
 
 
 def pop_function_mode() -> Any:
-    """Pop the innermost torch-function mode: `torch.overrides._pop_mode` (torch 2.9.0)."""
+    """Pop the innermost torch-function mode: `torch.overrides._pop_mode` (torch 2.9.0, 2.15.0)."""
     return torch.overrides._pop_mode()
 
 
 def push_function_mode(mode: Any) -> None:
-    """Push a torch-function mode without entering it: `torch.overrides._push_mode` (torch 2.9.0)."""
+    """Push a torch-function mode without entering it: `torch.overrides._push_mode` (torch 2.9.0, 2.15.0)."""
     torch.overrides._push_mode(mode)
