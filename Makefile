@@ -5,7 +5,8 @@
 #                   prints the 25 slowest
 #   make test-fast  the everyday tier (< 2 min on 2 cores): pass rules, the API, a sample of
 #                   the differential corpus, the command line's quick cases; no test marked slow
-#   make test-matrix  the JAX-side suites on jax 0.10, 0.11 and 0.12 (Python 3.11, 3.12, 3.13)
+#   make test-matrix  the JAX-side suites on jax 0.10, 0.11 and 0.12 (Python 3.11, 3.12, 3.13),
+#                     and x64guard.torch's on torch 2.15
 #   make docs       the docs site from docs/ into build/docs/html (warnings are errors)
 PYTHON ?= python3
 VENV   := .venv
@@ -66,10 +67,11 @@ test-fast: $(STAMP)
 # The JAX version matrix: the JAX-side suites on jax 0.10 (Python 3.11, .venv), 0.11 (Python
 # 3.12, the image's: tools/python312.sh) and 0.12 (Python 3.13, built once from Debian's
 # source package by tools/python313.sh and cached in ~/.cache/x64guard); one environment
-# each under .matrix/. MATRIX picks rows,
+# each under .matrix/; and the torch front end's suites on torch 2.15 (row torch-2.15,
+# .matrix/torch-2.15, Python 3.11). MATRIX picks rows,
 # MATRIX_TIER=ci runs CI's tier (tools/matrix.sh says which tests). CI runs
-# `make test` and then `make test-matrix MATRIX="0.11 0.12" MATRIX_TIER=ci`.
-MATRIX      ?= 0.10 0.11 0.12
+# `make test` and then `make test-matrix MATRIX="0.11 0.12 torch-2.15" MATRIX_TIER=ci`.
+MATRIX      ?= 0.10 0.11 0.12 torch-2.15
 MATRIX_TIER ?= full
 
 test-matrix:
