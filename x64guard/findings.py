@@ -129,8 +129,9 @@ KIND_TABLE: dict[Kind, tuple[str, str, str]] = {
                       "64-bit types reach a target that does not accept them (info on x64), or mode='error' "
                       "refuses them"),
     Kind.CONSTANT_OUT_OF_RANGE: ("error, warning", "pass",
-                                 "integer constant values outside the 32-bit range (warning with "
-                                 "overflow='saturate'/'wrap')"),
+                                 "integer constant values outside the 32-bit range, or a convert of a constant "
+                                 "to a 64-bit integer type whose values its 32-bit type cannot hold (warning "
+                                 "with overflow='saturate'/'wrap')"),
     Kind.CONSTANT_OVERFLOW: ("error, warning", "pass", "float64 constants beyond float32's range"),
     Kind.CONSTANT_UNDERFLOW: ("warning", "pass", "nonzero float64 constants that become 0"),
     Kind.CONSTANT_COLLAPSE: ("warning", "pass", "float64 constants that become exactly +-1.0"),

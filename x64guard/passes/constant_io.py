@@ -32,15 +32,25 @@ def read_constant(op: ir.Operation, result_type: ir.Type) -> tuple[np.ndarray, b
     attr = read_attribute(op, "value")
     if attr is None:  # complex dense attributes cannot be cast by the bindings
         return _read_printed_dense(op, dtype, result_type)
+    read = read_number_attribute(attr, result_type)
+    if read is not None:
+        return read
+    if isinstance(attr, ir.DenseResourceElementsAttr) or str(attr).startswith("dense_resource<"):
+        return _read_resource(op, dtype, result_type), False
+    raise UnreadableConstant(f"unsupported constant attribute {str(attr)[:80]}")
+
+
+def read_number_attribute(attr: ir.Attribute, result_type: ir.Type) -> tuple[np.ndarray, bool] | None:
+    """(values, is_splat) of a dense int/float attribute or a scalar one, the kinds the
+    bindings hand over as numbers; None for any other (complex, dense_resource)."""
+    dtype = NUMPY_DTYPE[str(element_of(result_type))]
     if isinstance(attr, (ir.DenseIntElementsAttr, ir.DenseFPElementsAttr)):
         if attr.is_splat:
             return np.array(attr.get_splat_value().value, dtype=dtype), True
         return np.asarray(attr).astype(dtype, copy=False).reshape(result_type.shape), False
     if isinstance(attr, (ir.IntegerAttr, ir.FloatAttr)):
         return np.array(attr.value, dtype=dtype), True
-    if isinstance(attr, ir.DenseResourceElementsAttr) or str(attr).startswith("dense_resource<"):
-        return _read_resource(op, dtype, result_type), False
-    raise UnreadableConstant(f"unsupported constant attribute {str(attr)[:80]}")
+    return None
 
 
 def named_attributes(attr: ir.DictAttr) -> dict[str, ir.Attribute] | None:

@@ -22,6 +22,8 @@ from typing import Callable, Iterator, Sequence
 
 from jax.extend.mlir import ir
 
+from x64guard.passes.ir_queries import read_attribute
+
 
 class RecordingRewriterCannotBuild(RuntimeError):
     """A rule asked a recording rewriter for something only a real rewrite can give."""
@@ -38,6 +40,11 @@ class Rewriter:
         # see operands already narrowed, and some must judge what they were (a custom_call
         # whose only 64-bit types are its operands).
         self.types_before: dict[int, ir.Type] = {}
+        # A constant's `value` before this rewriter first changed it, keyed by the hash of
+        # its result (Python op objects do not hash stably; values do): a convert of it is
+        # judged by what the 64-bit module computes (patterns/casts.py). Attributes are
+        # uniqued, so this holds references, not copies.
+        self.values_before: dict[int, ir.Attribute | None] = {}
         self._forwarded: list[tuple[ir.Operation, int]] = []
         self._replaced: list[tuple[ir.Operation, ir.Operation]] = []
         self._erased_functions: set[str] = set()
@@ -50,6 +57,14 @@ class Rewriter:
                 return before
         return value.type
 
+    def value_before(self, op: ir.Operation) -> ir.Attribute | None:
+        """`op`'s `value` attribute before this rewriter changed it (None when the bindings
+        cannot hand it over: complex elements)."""
+        key = hash(op.results[0])
+        if key in self.values_before:
+            return self.values_before[key]
+        return read_attribute(op, "value")
+
     # --- in place, during the walk ------------------------------------------------------
     def set_type(self, value: ir.Value, new: ir.Type, old: ir.Type) -> None:
         value.set_type(new)
@@ -58,6 +73,8 @@ class Rewriter:
     def set_attribute(self, op: ir.Operation, name: str, attr: "ir.Attribute | Callable[[], ir.Attribute]") -> None:
         """`attr` may be a function that builds it (a large constant's values): only a
         rewriting run calls it."""
+        if name == "value" and len(op.results) == 1:
+            self.values_before.setdefault(hash(op.results[0]), read_attribute(op, name))
         op.attributes[name] = attr() if callable(attr) else attr
 
     def set_operand(self, op: ir.Operation, index: int, value: ir.Value) -> None:

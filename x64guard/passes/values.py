@@ -179,6 +179,70 @@ def exact_scalar(value, narrow: str):
     return None
 
 
+# --- converts of known values ---------------------------------------------------------
+
+@dataclass
+class UnfitConvert:
+    """What a convert to a 64-bit integer type computes that its narrowed type cannot hold."""
+
+    count: int = 0
+    examples: list = field(default_factory=list)  # a few results of the 64-bit module
+    narrowed: list = field(default_factory=list)  # what the narrowed convert gives for them
+
+
+def unfit_convert(values: np.ndarray, wide_in: str, wide_out: str) -> UnfitConvert:
+    """The results of `convert(values)`, `wide_in` -> the 64-bit integer type `wide_out`, as
+    the 64-bit module computes them, that its 32-bit counterpart cannot hold (the narrowed
+    convert computes another value). StableHLO's integer convert wraps; XLA's float-to-integer
+    convert truncates and saturates (NaN gives 0). Not counted: operand elements the constant
+    rules report or map (64-bit sentinels, values outside the narrowed operand's range), and
+    results that are `wide_out` sentinels, which become the 32-bit sentinels (a saturated
+    float, a -1 made unsigned): the narrowed convert gives exactly those."""
+    narrow_out = NARROW_ELEMENT_TYPE[wide_out]
+    values = np.asarray(values)
+    if wide_in in INTEGER_RANGE or wide_in == "i1":
+        wide, narrowed, bad = _integer_convert(values, wide_in, wide_out, narrow_out)
+    else:
+        wide, narrowed, bad = _float_convert(values.astype(np.float64), wide_in, wide_out, narrow_out)
+    found = np.flatnonzero(bad)
+    return UnfitConvert(int(found.size), [int(v) for v in wide.flat[found[:_EXAMPLES]]],
+                        [int(v) for v in narrowed.flat[found[:_EXAMPLES]]])
+
+
+def _integer_convert(values: np.ndarray, wide_in: str, wide_out: str, narrow_out: str):
+    """(the 64-bit module's results, the narrowed convert's, which differ), integers in."""
+    lo, hi = INTEGER_RANGE[narrow_out]
+    wide = values.astype(NUMPY_DTYPE[wide_out], casting="unsafe")
+    narrowed = values.astype(NUMPY_DTYPE[narrow_out], casting="unsafe")
+    sentinels = np.array(list(INTEGER_SENTINELS.get(wide_out, {})), dtype=wide.dtype)
+    bad = ((wide < lo) | (wide > hi)) & ~np.isin(wide, sentinels)
+    if wide_in in _INT32_RANGE:  # the constant rules' part: sentinels, and values that do not fit
+        operand_lo, operand_hi = _INT32_RANGE[wide_in]
+        bad &= (values >= operand_lo) & (values <= operand_hi)
+        bad &= ~np.isin(values, np.array(list(INTEGER_SENTINELS.get(wide_in, {})), dtype=values.dtype))
+    return wide, narrowed, bad
+
+
+def _float_convert(values: np.ndarray, wide_in: str, wide_out: str, narrow_out: str):
+    """As `_integer_convert`, floats in (float64 operands narrowed to float32 first)."""
+    wide_lo, wide_hi = INTEGER_RANGE[wide_out]
+    lo, hi = INTEGER_RANGE[narrow_out]
+    with np.errstate(invalid="ignore", over="ignore"):
+        narrow_in = values.astype(np.float32).astype(np.float64) if wide_in == "f64" else values
+        wide = _saturated(values, wide_lo, wide_hi)
+        narrowed = _saturated(narrow_in, lo, hi).astype(NUMPY_DTYPE[narrow_out])
+    sentinels = INTEGER_SENTINELS.get(wide_out, {})
+    # Bounds compared as floats: float(2**63 - 1) is 2**63, where saturation starts.
+    sentinel = (wide >= float(wide_hi)) & (wide_hi in sentinels) | (wide <= float(wide_lo)) & (wide_lo in sentinels)
+    bad = ((wide < lo) | (wide > hi)) & ~sentinel
+    return wide, narrowed, bad
+
+
+def _saturated(floats: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """XLA's float-to-integer convert, in floats: truncated, clipped to [lo, hi], NaN 0."""
+    return np.clip(np.nan_to_num(np.trunc(floats), nan=0.0, posinf=np.inf, neginf=-np.inf), float(lo), float(hi))
+
+
 # --- dtype-derived constants ------------------------------------------------------------
 
 def substitute_dtype_constants(values: np.ndarray, chunk: int = 1 << 20) -> tuple[np.ndarray, Counter]:

@@ -4,7 +4,7 @@ listed here never runs (tests/passes/test_golden.py checks that each named rule 
 generic one has a golden case in tests/passes/golden/rules, or names where it is tested)."""
 
 from x64guard.passes.patterns.check_ops import NarrowCheckExpectation
-from x64guard.passes.patterns.casts import NarrowBitcastConvert, RemoveIdentityConvert
+from x64guard.passes.patterns.casts import ConvertOutOfRange, NarrowBitcastConvert, RemoveIdentityConvert
 from x64guard.passes.patterns.spellings import NarrowScalarCompare, RespellCustomCall
 from x64guard.passes.patterns.shifts import WarnShiftByWidth, WidthDependentCount
 from x64guard.passes.patterns.composites import RestoreChloComposite
@@ -52,6 +52,7 @@ SPECIAL_PATTERNS = (
     RefuseFloat64RandomBits(),
     ReplaceDtypeConstants(),
     NarrowConstant(),
+    ConvertOutOfRange(),  # reports only: before the rule that deals with every convert
     RemoveIdentityConvert(),
     NarrowBitcastConvert(),
     NarrowCustomCall(),

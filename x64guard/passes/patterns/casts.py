@@ -1,4 +1,4 @@
-"""Casts: identity converts go away; bitcasts must stay valid.
+"""Casts: identity converts go away; converts of known values must fit; bitcasts must stay valid.
 
 `reduce_precision` to float64's format (e11m52) is left as it is: x32 JAX's trace of the same
 expression holds `reduce_precision ..., format = e11m52 : tensor<...xf32>` (more bits than the
@@ -6,11 +6,83 @@ type has: the identity, as e8m23 would be), and the narrowed module must be that
 
 from __future__ import annotations
 
+import numpy as np
 from jax.extend.mlir import ir
 
 from x64guard.findings import Kind, Severity
-from x64guard.passes.constant_io import element_of
+from x64guard.passes.constant_io import element_of, read_number_attribute
 from x64guard.passes.driver import OpContext, Outcome, RewritePattern
+from x64guard.passes.matching import producer
+from x64guard.passes.tables import CONSTANT_OPS, INTEGER_RANGE, NARROW_ELEMENT_TYPE
+from x64guard.passes.values import unfit_convert
+
+# Ops that only move, repeat or reorder their operand's values: a constant seen through them
+# is a value x64guard knows (the set of values, which is all a range check needs).
+_VALUE_CARRIERS = frozenset({"stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.transpose"})
+_WIDE_INTEGERS = frozenset({"i64", "si64", "ui64"})
+# Constant element types whose dense values the bindings hand to numpy (not bf16, i4, ...).
+_READABLE_ELEMENTS = frozenset(INTEGER_RANGE) | {"i1", "f16", "f32", "f64"}
+
+
+class ConvertOutOfRange(RewritePattern):
+    """A convert to a 64-bit integer type of a value x64guard knows (a constant, possibly
+    broadcast, reshaped or transposed) computes values the narrowed type must hold: the
+    constant `4294967295 : ui64` fits uint32, but converted to int64 it is 4294967295, which
+    the narrowed convert (ui32 -> i32) makes -1. Refused, as a constant that does not fit is
+    (values.unfit_convert says which results count). The rule only reports: the generic rule
+    narrows the convert."""
+
+    op_names = frozenset({"stablehlo.convert"})
+
+    def match_and_rewrite(self, op: ir.Operation, ctx: OpContext) -> Outcome:
+        wide_out = ctx.converter.element_spelling(ctx.result_types[0])
+        if wide_out not in _WIDE_INTEGERS:
+            return Outcome.NO_MATCH
+        values = known_values(op.operands[0], ctx)
+        if values is None or values.size == 0:
+            return Outcome.NO_MATCH
+        wide_in = ctx.converter.element_spelling(ctx.type_before(op.operands[0]))
+        unfit = unfit_convert(values, wide_in, wide_out)
+        if not unfit.count:
+            return Outcome.NO_MATCH
+        narrow_in, narrow_out = NARROW_ELEMENT_TYPE.get(wide_in, wide_in), NARROW_ELEMENT_TYPE[wide_out]
+        what = (f"this convert of a constant computes {unfit.count} {wide_out} value(s) ({_listed(unfit.examples)}) "
+                f"that do not fit in {narrow_out}: narrowed ({narrow_in} -> {narrow_out}) it gives "
+                f"{_listed(unfit.narrowed)} instead")
+        if ctx.overflow == "error":
+            ctx.report(Kind.CONSTANT_OUT_OF_RANGE, Severity.ERROR,
+                       f"{what}; keep this computation in 64 bits (mode='allow'), write the constant in the type it "
+                       "is converted to, or accept the change explicitly with overflow='wrap' or overflow='saturate'")
+        else:
+            ctx.report(Kind.CONSTANT_OUT_OF_RANGE, Severity.WARNING,
+                       f"{what} (an integer convert wraps, a float one saturates, whatever the policy), accepted by "
+                       f"overflow='{ctx.overflow}'; results change")
+        return Outcome.NO_MATCH
+
+
+def known_values(value: ir.Value, ctx: OpContext) -> np.ndarray | None:
+    """The values of `value` as the 64-bit module holds them, when it is a readable constant
+    seen through `_VALUE_CARRIERS` (in any layout), else None."""
+    for _ in range(4):
+        op = producer(value)
+        if op is None:
+            return None
+        if op.name in _VALUE_CARRIERS:
+            value = op.operands[0]
+            continue
+        if op.name not in CONSTANT_OPS:
+            return None
+        wide_type = ctx.type_before(op.results[0])
+        if ctx.converter.element_spelling(wide_type) not in _READABLE_ELEMENTS:
+            return None
+        attr = ctx.rewriter.value_before(op)  # the constant itself is already narrowed
+        read = None if attr is None else read_number_attribute(attr, wide_type)
+        return None if read is None else read[0]
+    return None
+
+
+def _listed(values: list) -> str:
+    return ", ".join(str(v) for v in values)
 
 
 class RemoveIdentityConvert(RewritePattern):
