@@ -53,26 +53,30 @@ def splat_value(value: ir.Value, carriers: Iterable[str] = _SPLAT_CARRIERS[:3]):
     """The number every element of `value` holds, if it is a splat constant (possibly
     broadcast or reshaped); else None. Integers come back as Python ints as the element
     type reads them (unsigned types unsigned), floats as floats."""
-    for _ in range(4):
+    op = carried_from(value, carriers)
+    if op is None or op.name != "stablehlo.constant":
+        return None
+    attr = read_attribute(op, "value")  # None for complex dense attributes
+    if not isinstance(attr, (ir.DenseIntElementsAttr, ir.DenseFPElementsAttr)) or not attr.is_splat:
+        return None
+    scalar = attr.get_splat_value()
+    if isinstance(scalar, ir.IntegerAttr):
+        number = scalar.value
+        element = ir.IntegerType(scalar.type)
+        if element.is_unsigned and number < 0:
+            number += 1 << element.width
+        return number
+    return scalar.value
+
+
+def carried_from(value: ir.Value, carriers: Iterable[str], hops: int = 4) -> ir.Operation | None:
+    """The op whose result reaches `value` through ops named in `carriers` (each passing on
+    its first operand), at most `hops` ops back; None for a block argument or a longer chain."""
+    for _ in range(hops):
         op = producer(value)
-        if op is None:
-            return None
-        if op.name in carriers:
-            value = op.operands[0]
-            continue
-        if op.name != "stablehlo.constant":
-            return None
-        attr = read_attribute(op, "value")  # None for complex dense attributes
-        if not isinstance(attr, (ir.DenseIntElementsAttr, ir.DenseFPElementsAttr)) or not attr.is_splat:
-            return None
-        scalar = attr.get_splat_value()
-        if isinstance(scalar, ir.IntegerAttr):
-            number = scalar.value
-            element = ir.IntegerType(scalar.type)
-            if element.is_unsigned and number < 0:
-                number += 1 << element.width
-            return number
-        return scalar.value
+        if op is None or op.name not in carriers:
+            return op
+        value = op.operands[0]
     return None
 
 

@@ -12,7 +12,7 @@ from jax.extend.mlir import ir
 from x64guard.findings import Kind, Severity
 from x64guard.passes.constant_io import element_of, read_number_attribute
 from x64guard.passes.driver import OpContext, Outcome, RewritePattern
-from x64guard.passes.matching import producer
+from x64guard.passes.matching import carried_from
 from x64guard.passes.tables import CONSTANT_OPS, INTEGER_RANGE, NARROW_ELEMENT_TYPE
 from x64guard.passes.values import unfit_convert
 
@@ -63,22 +63,15 @@ class ConvertOutOfRange(RewritePattern):
 def known_values(value: ir.Value, ctx: OpContext) -> np.ndarray | None:
     """The values of `value` as the 64-bit module holds them, when it is a readable constant
     seen through `_VALUE_CARRIERS` (in any layout), else None."""
-    for _ in range(4):
-        op = producer(value)
-        if op is None:
-            return None
-        if op.name in _VALUE_CARRIERS:
-            value = op.operands[0]
-            continue
-        if op.name not in CONSTANT_OPS:
-            return None
-        wide_type = ctx.type_before(op.results[0])
-        if ctx.converter.element_spelling(wide_type) not in _READABLE_ELEMENTS:
-            return None
-        attr = ctx.rewriter.value_before(op)  # the constant itself is already narrowed
-        read = None if attr is None else read_number_attribute(attr, wide_type)
-        return None if read is None else read[0]
-    return None
+    op = carried_from(value, _VALUE_CARRIERS)
+    if op is None or op.name not in CONSTANT_OPS:
+        return None
+    wide_type = ctx.type_before(op.results[0])
+    if ctx.converter.element_spelling(wide_type) not in _READABLE_ELEMENTS:
+        return None
+    attr = ctx.rewriter.value_before(op)  # the constant itself is already narrowed
+    read = None if attr is None else read_number_attribute(attr, wide_type)
+    return None if read is None else read[0]
 
 
 def _listed(values: list) -> str:
