@@ -3,8 +3,9 @@
 #   make demo       the core and JAX only (no torch), then the examples of the public API
 #   make test       everything (torch, torch-xla, the libraries the suites test), every test;
 #                   prints the 25 slowest
-#   make test-fast  the everyday tier (< 2 min on 2 cores): pass rules, the API, a sample of
-#                   the differential corpus, the command line's quick cases; no test marked slow
+#   make test-fast  the everyday tier (< 2 min on 2 quiet cores, in JOBS workers): pass rules,
+#                   the API, a sample of the differential corpus, the command line's quick
+#                   cases; no test marked slow
 #   make test-matrix  the JAX-side suites on jax 0.10, 0.11 and 0.12 (Python 3.11, 3.12, 3.13),
 #                     and x64guard.torch's on torch 2.15
 #   make docs       the docs site from docs/ into build/docs/html (warnings are errors)
@@ -58,11 +59,14 @@ test-models: $(STAMP)
 
 # The everyday tier: these paths, less every test marked `slow` and every case outside the
 # sample of its family (marked `sampled_out`: tests/sample.py); `make test` runs them all.
+# In JOBS workers as `make test`: about 190 s of CPU in all, about 90 s per worker, so under
+# 2 minutes on 2 quiet cores (one process would take over 3).
 FAST_TESTS := tests/passes tests/test_api.py tests/corpus/test_corpus.py tests/test_import.py \
               tests/cli/test_check.py tests/cli/test_narrow.py
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider --durations=10 -m "not slow and not sampled_out" $(FAST_TESTS)
+	$(PY) -m pytest -q -p no:cacheprovider -n $(JOBS) --dist worksteal --durations=10 \
+	    -m "not slow and not sampled_out" $(FAST_TESTS)
 
 # The JAX version matrix: the JAX-side suites on jax 0.10 (Python 3.11, .venv), 0.11 (Python
 # 3.12, the image's: tools/python312.sh) and 0.12 (Python 3.13, built once from Debian's

@@ -269,6 +269,7 @@ def test_untested_jax_version_gives_a_clear_error():
 
 
 @pytest.mark.torch
+@pytest.mark.slow  # imports torch-xla in a child process: 6.5 s of CPU
 def test_untested_torch_xla_version_gives_a_clear_error():
     code = ("import torch_xla; torch_xla.__version__ = '2.10.0'; "
             "import x64guard.torch_xla")

@@ -51,6 +51,7 @@ def test_the_program_list_covers_every_sampler_key_and_transformation():
     assert any(n.startswith("grad_") for n in names)
 
 
+@pytest.mark.slow  # two command-line processes (about 5 s of CPU); check's verdicts are tested in process above
 def test_check_command_line_accepts_an_x32_rbg_program_and_strict_refuses_it(tmp_path):
     fn = dict((p[0], p) for p in PROGRAMS)["randint_rbg_vmap"][1:]
     path = tmp_path / "randint_rbg.mlir"
