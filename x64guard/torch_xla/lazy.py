@@ -28,6 +28,7 @@ from x64guard.torch_xla.lowering import _read_lowering
 from x64guard.torch_xla.overflow import guard
 from x64guard.torch_xla.program import _Program
 from x64guard.torch_xla.rng import RngStates
+from x64guard.torch_xla.sentinels import ScalarUse, scalar_input, scalar_uses
 from x64guard.torch_xla.source import StackSourceMap
 from x64guard.torch_xla.tracing import _TRACE_LOCK, _constant_input, _rng_words
 
@@ -42,6 +43,7 @@ class _LazyProgram:
     rng: RngStates | None
     result: NarrowResult
     stablehlo: str
+    scalars: dict[int, ScalarUse]      # per 64-bit integer scalar parameter: its sentinels, where it is used
 
 
 class _SyncTarget(NamedTuple):
@@ -268,9 +270,13 @@ def _sync_tensors(tensors: list[_SyncTarget], resolved: Mode, policy: str, devic
         for k, value in enumerate(values):
             if k == lazy.seed_index:
                 continue
-            dtype = lazy.dtypes[len(inputs)]
-            inputs.append(value if value.dtype is dtype else _constant_input(value, dtype, "an input of the lazy "
-                                                                             "graph", device, "error"))
+            dtype, scalar = lazy.dtypes[len(inputs)], lazy.scalars.get(len(inputs))
+            if value.dtype is dtype:
+                inputs.append(value)
+            elif scalar is not None:
+                inputs.append(scalar_input(value, dtype, scalar, device))
+            else:
+                inputs.append(_constant_input(value, dtype, "an input of the lazy graph", device, "error"))
         if lazy.rng is not None:
             inputs.append(_rng_words(lazy.rng, device, device_str))
         ordered = [inputs[k] for k in lazy.program.order]
@@ -427,6 +433,7 @@ def _compile_lazy(pending: list[torch.Tensor], ids: list, values: list, mode: Mo
     sources = StackSourceMap(excluded_source_dirs())
     sources.relocate(module)
     keep_wide = mode is Mode.ALLOW
+    scalars = scalar_uses(module) if not keep_wide else {}
     checks = guard(module) if not keep_wide else None
     result = _narrow_module(module, mode, overflow, sources)
     dtypes, in_types = [], []
@@ -441,4 +448,4 @@ def _compile_lazy(pending: list[torch.Tensor], ids: list, values: list, mode: Mo
     with _torch_xla_failures("sync", "compiling the narrowed program"):
         program = _Program(result.text, in_types, device, checks=checks,
                            share_key=_share.fingerprint(result.module, in_types, device_str))
-    return _LazyProgram(program, dtypes, seed_index, rng, result, text)
+    return _LazyProgram(program, dtypes, seed_index, rng, result, text, scalars)
