@@ -311,6 +311,29 @@ def test_x64guards_own_range_checks_are_not_counted_as_mid_step_reads():
     assert outside_warnings(caught, "lazy-read") == []
 
 
+def test_the_backend_recipe_with_a_32bit_backward_seed_does_not_warn():
+    """The documented recipe (backend, AdamW, `xt.sync()`): the backward's pending
+    `ones_like(loss)` seed, which x64guard computes before its program runs, holds no
+    64-bit type: torch-xla's compile of it is no unnarrowed work (issue 34, D5)."""
+    settle()
+    torch.manual_seed(0)
+    model = xt.to_device(nn.Sequential(nn.Embedding(50, 16), nn.Linear(16, 5)))
+    torch._dynamo.reset()
+    step = torch.compile(lambda ids: F.cross_entropy(model(ids).flatten(0, 1), (ids % 5).flatten()),
+                         backend="x64guard")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            loss = step(xt.to_device(torch.randint(0, 50, (2, 9))))
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            xt.sync()
+            loss.item()
+    assert outside_warnings(caught, "lazy-read") == []
+
+
 def test_mid_step_reads_inside_step_run_narrowed():
     settle()
     compiles, own = _xc.compile_count(), _xc.own_compile_count()

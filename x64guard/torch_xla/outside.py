@@ -26,6 +26,7 @@ Two paths leave work to torch-xla itself, which compiles it at full width:
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import re
@@ -209,6 +210,27 @@ def check_lazy_reads() -> None:
     message = (f"torch-xla compiled {new} graph(s) of its own since the previous x64guard.torch_xla.sync; they "
                f"ran at full width, unnarrowed (64-bit types stay 64-bit there). {advice}")
     _warn(Finding(Kind.LAZY_READ, Severity.WARNING, "sync", "the lazy step", message))
+
+
+_INPUT_GRAPHS: "collections.OrderedDict[bytes, bool]" = collections.OrderedDict()   # graph hash -> no 64-bit type
+
+
+def materialize_inputs(tensors: list, device: str) -> None:
+    """Compute the pending graph of inputs x64guard takes (a backward's `ones_like(loss)`
+    seed, an eager cast between graphs) before a program runs, as torch-xla's own dynamo
+    backend does. When that graph holds no 64-bit type, torch-xla's compile of it is
+    counted as x64guard's (no `lazy-read`: nothing ran at full width); one that holds one
+    stays torch-xla's own, and the next sync says so. Judged once per graph hash."""
+    if not tensors:
+        return
+    key = _xc.graph_hash(tensors)
+    narrow = _INPUT_GRAPHS.get(key)
+    if narrow is None:
+        narrow = _INPUT_GRAPHS[key] = not _WIDE_TYPE.search(_xc.hlo_text(tensors))
+        while len(_INPUT_GRAPHS) > 256:
+            _INPUT_GRAPHS.popitem(last=False)
+    with _xc.own_compiles() if narrow else contextlib.nullcontext():
+        _xc.materialize(tensors, device)
 
 
 def check_widened_ids(widened: list[str]) -> None:

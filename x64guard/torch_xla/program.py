@@ -11,6 +11,7 @@ import torch
 from x64guard.errors import X64GuardError
 from x64guard.findings import Finding, Kind, Severity
 from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla import share as _share
 from x64guard.torch_xla.base import _COUNTERS
 from x64guard.torch_xla.overflow import OverflowChecks, describe
@@ -86,7 +87,7 @@ class _Program:
             ordered = [self._anchor]
         pending = _xc.needs_materialization(ordered)
         if True in pending:  # lazy inputs: execute their own graphs first, as torch-xla's dynamo backend does
-            _xc.materialize([t for t, p in zip(ordered, pending) if p], self.device_str)
+            _outside.materialize_inputs([t for t, p in zip(ordered, pending) if p], self.device_str)
         try:
             results = _xc.run_cached(self.graph, ordered)
         except RuntimeError as exc:  # evicted from torch-xla's computation cache: compile again

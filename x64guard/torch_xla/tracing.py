@@ -14,6 +14,7 @@ from x64guard.api import NarrowResult
 from x64guard.findings import Kind
 from x64guard.modes import Mode
 from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla import share as _share
 from x64guard.torch_xla.base import _COUNTERS, NARROW_DTYPE
 from x64guard.torch_xla.boundary import _BOUNDARY, _narrow_alias, _to_program_input, narrow_through_host
@@ -186,7 +187,7 @@ def _trace_inputs(args: Sequence, paths: Sequence[str], attrs: dict[str, torch.T
     lazy = [args[i] for i in positions if args[i].device.type == "xla" and aliases.get(i) is None]
     if lazy:
         flags = _xc.needs_materialization(lazy)
-        _xc.materialize([t for t, pending in zip(lazy, flags) if pending], str(device))
+        _outside.materialize_inputs([t for t, pending in zip(lazy, flags) if pending], str(device))
     with _xc.device_data_transfers():
         for i in positions:
             a = args[i].detach()
