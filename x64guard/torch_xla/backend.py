@@ -17,6 +17,7 @@ from x64guard.torch_xla import mixed
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla.base import _COUNTERS, BACKEND_NAME, _device
 from x64guard.torch_xla.boundary import _narrow_alias
+from x64guard.torch_xla.decompositions import DECOMPOSITIONS
 from x64guard.torch_xla.failures import _narrowing_for
 from x64guard.torch_xla.repairs import _TorchXlaRepairs
 from x64guard.torch_xla.source import run_node_by_node
@@ -294,7 +295,7 @@ def _autograd_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, mode: 
         return compile_graph
 
     return aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
-                        inference_compiler=compiler("inference"))(gm, example_inputs)
+                        inference_compiler=compiler("inference"), decompositions=DECOMPOSITIONS)(gm, example_inputs)
 
 
 def backend(gm: torch.fx.GraphModule, example_inputs: Sequence, *, mode: "Mode | str | None" = None,

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import functools
+import sys
+
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from x64guard.errors import X64GuardError
+from x64guard.findings import Finding, Kind, Location, Severity
 from x64guard.torch_xla.base import NARROW_DTYPE
 from x64guard.torch_xla.boundary import narrow_through_host
+from x64guard.torch_xla.decompositions import DECOMPOSITIONS
 from x64guard.torch_xla.fft import _FFT_OPS, _fft
+from x64guard.torch_xla.source import TRAMPOLINE_FILE, node_source
 
 
 _A = torch.ops.aten
@@ -43,6 +50,12 @@ class _TorchXlaRepairs(TorchDispatchMode):
       p but 0.5 and its gradients do not match its forward. The draw is torch-xla's
       `rand` (the same rng_bit_generator words native_dropout draws).
 
+    * ops torch-xla 2.9 cannot lower that x64guard decomposes (`_embedding_bag`,
+      `bucketize`, `_weight_norm_interface`: x64guard/torch_xla/decompositions.py);
+      with `refuse_fallbacks` (a trace), any other op torch-xla would run on the CPU is
+      refused before it runs, at the model's line: torch-xla's fallback first computes
+      the op's pending inputs on the device, at full width.
+
     With `narrow_transfers` (an overflow policy, while x64guard traces a graph it will
     narrow), a 64-bit host tensor the graph moves to the device (`.to(device)`) is
     narrowed on the host and moved at 32 bits, then widened inside the graph, so that no
@@ -52,9 +65,10 @@ class _TorchXlaRepairs(TorchDispatchMode):
     passed through untouched.
     """
 
-    def __init__(self, narrow_transfers: str | None = None):
+    def __init__(self, narrow_transfers: str | None = None, refuse_fallbacks: bool = False):
         super().__init__()
         self._narrow_transfers = narrow_transfers
+        self._refuse_fallbacks = refuse_fallbacks
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -69,6 +83,10 @@ class _TorchXlaRepairs(TorchDispatchMode):
                 args, kwargs = _full_dims(func, args, kwargs)
             elif func in _FFT_OPS:
                 return _fft(func, *args, **kwargs)
+            elif func in DECOMPOSITIONS:
+                return DECOMPOSITIONS[func](*args, **kwargs)
+            elif self._refuse_fallbacks and _falls_back(func):
+                raise _fallback_refusal(func)
         return func(*args, **kwargs)
 
     def _narrowed_transfer(self, source, kwargs: dict) -> torch.Tensor | None:
@@ -82,6 +100,36 @@ class _TorchXlaRepairs(TorchDispatchMode):
         moved = narrow_through_host(source.to(wide), NARROW_DTYPE[wide], "a tensor the graph moves to the device",
                                     target, self._narrow_transfers)
         return moved.to(wide)
+
+
+@functools.lru_cache(maxsize=None)
+def _falls_back(func) -> bool:
+    """Whether torch-xla runs `func` on the CPU: no XLA kernel, and none the dispatcher
+    uses for XLA instead (CompositeExplicitAutograd; CompositeImplicitAutograd ops are
+    decomposed before a dispatch mode sees them)."""
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    name = func.name()
+    return not (has(name, "XLA") or has(name, "CompositeExplicitAutograd") or has(name, "CompositeImplicitAutograd"))
+
+
+def _fallback_refusal(func) -> X64GuardError:
+    """The refusal of an op torch-xla cannot lower, at the model line of the FX node being
+    run (the node-by-node trampoline frame on the stack), before anything ran."""
+    name = func.name()
+    location, where = Location.at("the traced graph"), ""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename != TRAMPOLINE_FILE:
+        frame = frame.f_back
+    node = frame.f_locals.get("node") if frame is not None else None
+    if isinstance(node, torch.fx.Node):
+        source = node_source(node)
+        if source.file is not None:
+            location, where = Location.source(source.file, source.line, None), f" at {source.describe()}"
+    message = (f"torch-xla has no XLA lowering for {name}{where}: it would run on the CPU while the graph is traced "
+               "(its inputs first computed on the device at full width), and its result would be frozen into the "
+               "program. Move that op out of the compiled function, or compute it with ops torch-xla lowers")
+    return X64GuardError(f"x64guard.torch_xla: {message}", [Finding(Kind.TORCH_XLA_FALLBACK, Severity.ERROR, name,
+                                                                    location, message)])
 
 
 def _native_dropout(x: torch.Tensor, p: float, train: bool | None) -> tuple[torch.Tensor, torch.Tensor]:

@@ -225,9 +225,9 @@ def _run_trace(run: Callable[[list], Any], trace_args: list, keep_wide: bool, ov
     _COUNTERS["traces"] += 1
     seed_before = _xc.rng_seed(device_str)
     try:
+        repairs = _TorchXlaRepairs(narrow_transfers=None if keep_wide else overflow, refuse_fallbacks=True)
         with _torch_xla_failures(path, "tracing the graph"), torch.no_grad(), _xc.inline_scalars(), \
-                _xc.python_frames_recorded(), _TorchXlaRepairs(narrow_transfers=None if keep_wide else overflow), \
-                _TraceWatch():
+                _xc.python_frames_recorded(), repairs, _TraceWatch():
             return run(trace_args)
     finally:
         if _xc.rng_seed(device_str) != seed_before:   # the trace drew: leave the user's generator as it was
