@@ -179,3 +179,15 @@ def test_a_sync_without_arguments_keeps_each_tensors_dtype():
     assert positions.cpu().tolist() == [[17, 28, 29], [23, 40, 19]] and positions.cpu().dtype == torch.int64
     assert positions.sum().item() == 156
     assert _xc.compile_count() - compiles == _xc.own_compile_count() - own
+
+
+def test_ids_moved_before_a_dynamo_reset_reach_the_backend_as_int64():
+    """torch._dynamo.reset() clears dynamo's compile callbacks, which make GuardedTensor a
+    plain tensor to dynamo; ids moved before it still trace as int64 (issue 34, D2:
+    take_along_dim failed on int32 fake indices)."""
+    x = torch.randn(3, 5)
+    ids = xt.to_device(torch.tensor([1, 3, 0]))
+    xd = xt.to_device(x)
+    torch._dynamo.reset()
+    out = torch.compile(lambda i, x: torch.take_along_dim(x, i[:, None], 1), backend="x64guard")(ids, xd)
+    assert torch.equal(out.cpu(), torch.take_along_dim(x, torch.tensor([[1], [3], [0]]), 1))

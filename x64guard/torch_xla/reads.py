@@ -18,6 +18,10 @@ then read the narrowed value; the tensor keeps its dtype):
   `torch.nn.functional` call on it broke the graph: `handle_torch_function`), and a read
   dynamo traces is a graph break of its own anyway. Process-wide while a compile runs: a
   read in another thread meanwhile goes to torch-xla (the next sync warns, `lazy-read`).
+  A frame dynamo compiles while those callbacks are not registered (`torch._dynamo.reset()`
+  clears them) traces `__torch_function__` itself: it then runs the op as a plain tensor's
+  (`torch.compiler.is_dynamo_compiling()`), instead of tracing x64guard's read machinery
+  (ids moved before a reset reached the graph as int32: `take_along_dim` failed).
 """
 
 from __future__ import annotations
@@ -109,6 +113,9 @@ class GuardedTensor(torch.Tensor):
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if torch.compiler.is_dynamo_compiling():   # dynamo traces this (its callbacks were not armed): a plain op
+            with torch._C.DisableTorchFunctionSubclass():
+                return func(*args, **kwargs)
         if func in READS:
             result = narrowed_read(func, args, kwargs, _read_narrowed_default)
             if result is not NOT_A_READ:
