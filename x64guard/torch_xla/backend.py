@@ -18,7 +18,7 @@ from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla.base import _COUNTERS, BACKEND_NAME, _device
 from x64guard.torch_xla.boundary import _narrow_alias
 from x64guard.torch_xla.decompositions import DECOMPOSITIONS
-from x64guard.torch_xla.failures import _narrowing_for
+from x64guard.torch_xla.failures import TorchXlaFailure, _narrowing_for, failed_before_trace
 from x64guard.torch_xla.repairs import _TorchXlaRepairs
 from x64guard.torch_xla.source import run_node_by_node
 from x64guard.torch_xla.tracing import _outputs, _program_inputs, _Specialization, _trace
@@ -294,8 +294,40 @@ def _autograd_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, mode: 
 
         return compile_graph
 
-    return aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
-                        inference_compiler=compiler("inference"), decompositions=DECOMPOSITIONS)(gm, example_inputs)
+    try:
+        return aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+                            inference_compiler=compiler("inference"), decompositions=DECOMPOSITIONS)(gm, example_inputs)
+    except (X64GuardError, TorchXlaFailure):
+        raise
+    except Exception as exc:  # noqa: BLE001 - handed to the caller as a TorchXlaFailure, with its cause
+        failure = failed_before_trace(exc, "AOTAutograd", _openxla_verdict(gm, example_inputs))
+        failure.__cause__ = exc
+        return _raising(failure)
+
+
+def _openxla_verdict(gm: torch.fx.GraphModule, example_inputs: Sequence) -> str:
+    """What torch-xla's own backend makes of the same graph: a failure there is torch-xla's
+    (or PyTorch's), not x64guard's."""
+    from torch._dynamo.backends.registry import lookup_backend
+
+    try:
+        lookup_backend("openxla")(gm, example_inputs)
+    except Exception as exc:  # noqa: BLE001 - its verdict, reported
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+        return (f"torch-xla's own backend fails on the same graph too ({type(exc).__name__}: {first[:200]}): a "
+                "torch-xla or PyTorch limit. Workaround: keep that code out of the compiled function "
+                "(torch._dynamo.disable), or run it eagerly")
+    return ("torch-xla's own backend (openxla) compiles the same graph: please report this to x64guard; meanwhile "
+            "keep that code out of the compiled function (torch._dynamo.disable)")
+
+
+def _raising(failure: Exception) -> Callable:
+    """What dynamo runs for a graph that could not be compiled: each call raises `failure`
+    (raised inside the backend, dynamo would wrap it as BackendCompilerFailed)."""
+    def failed(*args):
+        raise failure
+
+    return failed
 
 
 def backend(gm: torch.fx.GraphModule, example_inputs: Sequence, *, mode: "Mode | str | None" = None,

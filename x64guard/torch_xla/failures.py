@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import re
 from typing import Iterator
 
 from x64guard import _user_line
@@ -49,6 +50,23 @@ def _torch_xla_failures(path: str, doing: str) -> Iterator[None]:
             first = first[:237] + "..."
         raise TorchXlaFailure(f"x64guard.torch_xla ({path}): torch-xla failed {doing} ({type(exc).__name__}: "
                               f"{first}). Workaround: {_WORKAROUNDS[path]}") from exc
+
+
+_TRACEBACK_LINE = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def failed_before_trace(exc: Exception, doing: str, verdict: str) -> TorchXlaFailure:
+    """A failure of PyTorch's own compile of a graph (AOTAutograd's trace, before x64guard
+    sees the graph), as a TorchXlaFailure with the model line its message names and what
+    torch-xla's own `openxla` backend made of the same graph (`verdict`)."""
+    text = str(exc)
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    first = next((line for line in lines if "raised:" not in line and not line.startswith("backend=")), "")
+    first = first if len(first) <= 240 else first[:237] + "..."
+    where = _TRACEBACK_LINE.findall(text)
+    at = f", at {where[-1][0]}:{where[-1][1]}" if where else ""
+    return TorchXlaFailure(f"x64guard.torch_xla (backend): {doing} failed before x64guard traced the graph "
+                           f"({type(exc).__name__}: {first}{at}). {verdict}")
 
 
 def _rng_refusal(error: X64GuardError) -> X64GuardError:
