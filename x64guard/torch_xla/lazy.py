@@ -345,6 +345,7 @@ def _live_pending_tensors(young_only: bool, wanted: set[int] | None = None) -> l
         else:
             candidates[key] = tensor
     generations = (0, 1) if young_only else (None,)
+    fresh: dict[int, torch.Tensor] = {}
     for generation in generations:
         objects = gc.get_objects() if generation is None else gc.get_objects(generation)
         for obj in objects:
@@ -352,11 +353,16 @@ def _live_pending_tensors(young_only: bool, wanted: set[int] | None = None) -> l
                 found = isinstance(obj, torch.Tensor) and obj.device.type == "xla" and id(obj) not in candidates
             except ReferenceError:  # a weakref.proxy whose referent died: the collector still lists it
                 continue
-            found = found and _xc.is_xla_tensor(obj)      # not a fake tensor dynamo's caches hold
+            found = found and id(obj) not in fresh and _xc.is_xla_tensor(obj)   # not a fake tensor dynamo holds
             if found:
-                candidates[id(obj)] = _xc.owned(obj)
-                _LONG_LIVED[id(obj)] = _xc.TensorRef(obj)   # seen once: found again when older
+                fresh[id(obj)] = _xc.owned(obj)
         del objects
+    # in the order torch-xla made them (its tensor ids count up), not the collector's, which
+    # changes as collections move objects: each step then lowers the same graph (a tiny
+    # Falcon's logits and loss swapped places at step 4, and a third program was compiled)
+    for key, tensor in sorted(fresh.items(), key=lambda item: _xc.tensor_id(item[1])):
+        candidates[key] = tensor
+        _LONG_LIVED[key] = _xc.TensorRef(tensor)   # seen once: found again when older
     for tensor in list(candidates.values()):
         try:
             grad = tensor.grad if isinstance(tensor, torch.nn.Parameter) or tensor.is_leaf else None
