@@ -33,3 +33,20 @@ def test_a_collection_mid_step_does_not_trace_the_step_again():
     assert traces == [1, 0, 0, 0]
     torch.testing.assert_close(first.cpu(), (w.cpu() * 2).sum(0))
     torch.testing.assert_close(second.cpu(), w.cpu() * 3 + 1)     # (XLA may fuse it: within float32 rounding)
+
+
+def test_a_refusal_without_a_recorded_line_says_how_to_get_it():
+    """Outside `step()` torch-xla records no Python line for the lazy graph's ops: the
+    refusal says so and how to have the line named, rather than only torch-xla's op name."""
+    ids = xt.to_device(torch.tensor([70000, 3]))
+    product = ids * ids
+    try:
+        xt.sync(product)
+    except x64guard.X64GuardError as error:
+        message = str(error)
+    else:
+        pytest.fail("the overflowing product was not refused")
+    del product     # and the cycles of the exception's frames: later syncs without arguments must not find it
+    gc.collect()
+    assert "int64 arithmetic at aten__mul (no Python line was recorded for it:" in message
+    assert "inside x64guard.torch_xla.step() to have it named" in message

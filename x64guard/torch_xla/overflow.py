@@ -478,7 +478,16 @@ def guard(module) -> OverflowChecks:
 _FILE_LINE = re.compile(r'"([^"]+)":(\d+):\d+')
 
 
+_NAME_ONLY = re.compile(r'loc\("([^"]*)"\)')
+NO_LINE = ("no Python line was recorded for it: in a lazy loop, run the step inside x64guard.torch_xla.step() to "
+           "have it named")
+
+
 def describe(location: str) -> str:
-    """A location text as `file:line` (the first file location in it), else as it is."""
+    """A location text as `file:line` (the first file location in it), else as it is and
+    why no line (the lazy loop records Python lines only inside `step()`)."""
     match = _FILE_LINE.search(location)
-    return f"{match.group(1)}:{match.group(2)}" if match else location
+    if match:
+        return f"{match.group(1)}:{match.group(2)}"
+    name = _NAME_ONLY.fullmatch(location)       # loc("aten__mul"): torch-xla's name of the op
+    return f"{name.group(1) if name else location} ({NO_LINE})"

@@ -26,6 +26,7 @@ from x64guard.passes.ir_queries import main_function
 from x64guard.passes.locations import parse_location
 from x64guard.passes.tables import INTEGER_SENTINELS
 from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla.overflow import NO_LINE
 
 _SENTINELS = INTEGER_SENTINELS["i64"]
 _MIN, _MAX = min(_SENTINELS), max(_SENTINELS)
@@ -88,7 +89,7 @@ def _describe(op: "ir.Operation | None") -> str:
         return "a scalar of the lazy graph no op uses"
     where, _ = parse_location(str(op.location))
     line = f" at {where.file}:{where.line}" if where is not None and where.file not in (None, "-", "") else \
-        " (run the step inside x64guard.torch_xla.step() to see the model's line)"
+        f" ({NO_LINE})"
     return f"a Python number of the lazy graph, taken by {op.name}{line}"
 
 
