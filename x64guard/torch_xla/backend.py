@@ -17,9 +17,8 @@ from x64guard.torch_xla import mixed
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla.base import _COUNTERS, BACKEND_NAME, _device
 from x64guard.torch_xla.boundary import _narrow_alias
-from x64guard.torch_xla.decompositions import DECOMPOSITIONS
 from x64guard.torch_xla.failures import TorchXlaFailure, _narrowing_for, failed_before_trace
-from x64guard.torch_xla.repairs import _TorchXlaRepairs
+from x64guard.torch_xla.repairs import DECOMPOSITIONS, _TorchXlaRepairs
 from x64guard.torch_xla.source import run_node_by_node
 from x64guard.torch_xla.tracing import _outputs, _program_inputs, _Specialization, _trace
 

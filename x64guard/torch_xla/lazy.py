@@ -24,11 +24,10 @@ from x64guard.torch_xla import share as _share
 from x64guard.torch_xla.base import _COUNTERS, NARROW_DTYPE, _device, excluded_source_dirs
 from x64guard.torch_xla.boundary import _BOUNDARY, _ID_TENSOR, _narrow_alias, held_over
 from x64guard.torch_xla.failures import _narrow_module, _refusal, _torch_xla_failures
-from x64guard.torch_xla.lowering import _read_lowering
+from x64guard.torch_xla.lowering import ScalarUse, _read_lowering, scalar_input, scalar_uses
 from x64guard.torch_xla.overflow import guard
 from x64guard.torch_xla.program import _Program
 from x64guard.torch_xla.rng import RngStates
-from x64guard.torch_xla.sentinels import ScalarUse, scalar_input, scalar_uses
 from x64guard.torch_xla.source import StackSourceMap
 from x64guard.torch_xla.tracing import _TRACE_LOCK, _constant_input, _rng_words
 
