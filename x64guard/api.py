@@ -12,7 +12,7 @@ from jax.extend.mlir import ir
 
 from x64guard.io import modules
 from x64guard.errors import X64GuardError, X64GuardWarning
-from x64guard.findings import Finding, Kind, Location, Report, Severity, errors, format_findings
+from x64guard.findings import KIND_TABLE, Finding, Kind, Location, Report, Severity, count_places, errors, format_findings
 from x64guard.modes import Mode, resolve_mode, resolve_overflow
 from x64guard.passes import NarrowX64Pass
 from x64guard.passes.check import check_target, neuron_findings, profile_for
@@ -52,8 +52,9 @@ class NarrowResult:
             return "x64guard: no 64-bit types"
         parts = ", ".join(f"{k} x{n}" for k, n in sorted(self.changes.items()))
         verb = "would narrow" if self.mode is Mode.ALLOW else "narrowed"
-        places = len([f for f in self.findings if f.kind is Kind.TYPE_NARROWED])
-        return f"x64guard: {verb} {total} types ({parts}) at {places} places"
+        # Places as everywhere (findings.count_places): where the pass's own findings are.
+        places = count_places([f for f in self.findings if KIND_TABLE[f.kind][1] == "pass"])
+        return f"x64guard: {verb} {total} types ({parts}) at {places} place{'s' if places != 1 else ''}"
 
 
 def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: str = "error",
@@ -96,9 +97,9 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
                        result.changes, resolved, source_format)
 
     if resolved is Mode.ERROR and (out.changes or errors(out.findings)):
-        uses = errors(out.findings)
+        uses = errors(out.findings) or _idiom_uses(out)
         raise X64GuardError(
-            f"x64guard (mode=error): the module uses 64-bit types in {len(uses)} places; "
+            f"x64guard (mode=error): the module uses 64-bit types at {count_places(uses)} place(s); "
             "accelerators without 64-bit support cannot run it. Narrow it (mode='warn') or "
             f"remove the 64-bit requests:\n{format_findings(uses)}", uses)
     if resolved is Mode.WARN:
@@ -122,6 +123,20 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
         if resolved is Mode.WARN:
             _warn_neuron(profile.name, remaining)
     return out
+
+
+def _idiom_uses(out: NarrowResult) -> list[Finding]:
+    """mode='error' refuses 64-bit types that only JAX's exact idioms hold (iota_2x32_shape's
+    uint64 counters): the pass rewrites those ops whole and reports them as info, never as
+    type-64bit. Each such finding becomes the refusal's reason, at its op and place."""
+    changes = ", ".join(f"{k} x{n}" for k, n in sorted(out.changes.items()))
+    uses = [Finding(Kind.TYPE_64BIT, Severity.ERROR, f.op, f.location,
+                    f"64-bit types ({changes} in the module) in {f.message.partition('; ')[0]}; mode='error' "
+                    "refuses them (mode='warn' computes them in 32 bits, exactly)",
+                    f.count, f.positions, f.unlisted_positions)
+            for f in out.findings if f.severity is Severity.INFO and f.kind is not Kind.TYPE_NARROWED]
+    return uses or [Finding(Kind.TYPE_64BIT, Severity.ERROR, "builtin.module", Location.at("the module"),
+                            f"64-bit types ({changes}); mode='error' refuses them")]
 
 
 def _warn_neuron(target: str, remaining: list[Finding]) -> None:

@@ -346,6 +346,18 @@ class Finding:
         return data
 
 
+def count_places(findings) -> int:
+    """How many places `findings` are at: distinct source lines (file:line:column), or, for
+    ops without a source location, distinct op positions in the module (a group's
+    `positions` and `unlisted_positions`). One meaning wherever x64guard says "places"."""
+    places: set[Location] = set()
+    unlisted = 0
+    for finding in findings:
+        places.update(finding.positions or (finding.location,))
+        unlisted += finding.unlisted_positions
+    return len(places) + unlisted
+
+
 def errors(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity is Severity.ERROR]
 
