@@ -124,7 +124,7 @@ def test_an_unreadable_file_does_not_hide_the_others(artifacts):
     (["check", "--target", "tpu9", "x.mlir"], "invalid choice: 'tpu9'"),
     (["check"], "the following arguments are required: PATH"),
     pytest.param(["frobnicate"], "invalid choice: 'frobnicate'", marks=SAMPLED_OUT),
-    pytest.param([], "give a command: check, narrow or gate", marks=SAMPLED_OUT),
+    pytest.param([], "give a command: check, narrow, gate or targets", marks=SAMPLED_OUT),
     pytest.param(["gate", "pytest"], "gate needs the command after `--`", marks=SAMPLED_OUT),
     pytest.param(["narrow", "in.mlir"], "the following arguments are required: -o/--output", marks=SAMPLED_OUT),
 ])
@@ -136,11 +136,23 @@ def test_usage_errors_exit_2_in_one_line(args, reason):
 
 
 def test_targets_come_from_the_core_table():
-    from x64guard.passes.tables import TARGET_PROFILES
+    # issue 36: `--target` help is one line (its choices and a pointer); `x64guard targets`
+    # lists each profile on one line, an alias naming its profile rather than repeating it.
+    from x64guard.passes.tables import TARGET_ALIASES, TARGET_PROFILES
     help_text = run_cli("check", "--help").stdout
-    for name, profile in TARGET_PROFILES.items():
-        assert name in help_text
-        assert profile.description.split()[0] in help_text
+    target_help = help_text[help_text.index("  --target"):help_text.index("  --neuron-cc-flags")]
+    assert len(target_help.splitlines()) <= 4, target_help
+    listed = run_cli("targets")
+    assert listed.returncode == 0 and listed.stderr == ""
+    lines = listed.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == list(TARGET_PROFILES)
+    for line in lines:
+        name, text = line.split(None, 1)
+        assert name in help_text and len(line) <= 120
+        if name in TARGET_ALIASES:
+            assert text == f"alias of {TARGET_ALIASES[name]}"
+        else:
+            assert text.removesuffix(" (default)") == TARGET_PROFILES[name].summary
 
 
 def test_console_script_is_installed(artifacts):

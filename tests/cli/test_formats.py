@@ -43,9 +43,12 @@ def test_json_header_and_summary(json_report):
     s = r["summary"]
     findings = [f for file in r["files"] for m in file["modules"] for f in m["findings"]]
     assert s["files"] == 2 and s["modules"] == 2 and s["unreadable"] == 0
-    assert s["findings"] == len(findings) == s["failing"] == s["by_severity"]["error"]
+    # `failing` counts modules (issue 36: it counted findings), `failing_findings` findings.
+    assert s["failing"] == 1 and s["failing_findings"] == len(findings) == s["by_severity"]["error"]
+    assert [m["passed"] for file in r["files"] for m in file["modules"]] == [False, True]
     assert s["ops"] == sum(f["count"] for f in findings)
-    assert s["by_kind"] == {"type-64bit": {"places": len(findings), "ops": s["ops"]}}
+    places = {f["location"] for f in findings}  # one module, every finding at a source line
+    assert s["by_kind"] == {"type-64bit": {"findings": len(findings), "places": len(places), "ops": s["ops"]}}
     assert s["by_severity"] == {"error": len(findings), "warning": 0, "info": 0}
 
 
@@ -93,6 +96,55 @@ def test_json_unreadable_file(artifacts):
     assert result.returncode == 2 and report["exit_code"] == 2
     assert report["files"] == [{"path": rel(artifacts["empty.mlir"]), "format": None,
                                 "error": "the file is empty (no module to read)", "modules": []}]
+
+
+def report_schema_validator():
+    from x64guard.cli.formats import report_schema
+    schema = report_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def test_json_reports_follow_their_schema(json_report, artifacts, tmp_path):
+    """Every field of a real report is defined in the shipped schema (additionalProperties
+    false throughout), on reports with source lines, module positions, places without
+    locations, an unreadable file and standard input; the gate's is checked in test_gate."""
+    from tests.cli.test_locationless import chain_module
+    chain = tmp_path / "chain.mlir"
+    chain.write_text(chain_module(30))
+    validator = report_schema_validator()
+    validator.validate(json_report)
+    mixed = run_cli("check", "--format", "json", "--target", "neuron", artifacts["f64.exported"],
+                    artifacts["f64.hlo.pb"], artifacts["complex64.mlir"], artifacts["garbage.mlir"], chain)
+    validator.validate(json.loads(mixed.stdout))
+    piped = run_cli("check", "--format", "json", "-", input=artifacts["f64.mlir"].read_text())
+    validator.validate(json.loads(piped.stdout))
+    described = validator.schema["properties"]
+    assert all("description" in field for field in described.values())
+    with pytest.raises(jsonschema.ValidationError):  # a field the schema does not define fails
+        validator.validate({**json_report, "unknown": 1})
+
+
+def test_unreadable_file_is_reported_once(artifacts):
+    """Its reason once (stderr, the exit-2 line) and the verdict once; a report written to a
+    file keeps the reason."""
+    result = run_cli("check", artifacts["garbage.mlir"])
+    assert result.returncode == 2
+    both = result.stdout + result.stderr
+    assert both.count("custom op 'this' is unknown") == 1 and both.count("FAIL: ") == 1, both
+    assert "FAIL: 1 file(s) could not be read" in result.stdout
+
+
+def test_text_counts_say_what_they_count(tmp_path):
+    """`(N ops)` / `(N types)` after an op, `(compiled N times)` after a module: never a bare xN."""
+    from tests.cli.test_locationless import chain_module
+    chain = tmp_path / "chain.mlir"
+    chain.write_text(chain_module(7) + "func.func @twice(%x: tensor<2xi64>, %y: tensor<2xi64>) -> tensor<2xi64> {\n"
+                     "  %0 = stablehlo.add %x, %y : tensor<2xi64>\n  return %0 : tensor<2xi64>\n}\n")
+    text = run_cli("check", chain).stdout
+    assert "stablehlo.add (7 types):" in text and "func.func (2 types):" in text, text
+    without_changes = re.sub(r"\([^()]*->[^()]*\)", "", text)  # the messages' `(f64->f32 x7)`
+    assert not re.search(r"\bx\d+\b", without_changes.replace("x32", "")), text
 
 
 # sarif
@@ -167,7 +219,7 @@ def test_github_annotations(artifacts, f64_line):
 
 
 def test_github_escaping():
-    from x64guard.cli.formats import _escape_data, _escape_property
+    from x64guard.cli.code_scanning import _escape_data, _escape_property
     assert _escape_data("50% done\r\nnext") == "50%25 done%0D%0Anext"
     assert _escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
 

@@ -52,12 +52,18 @@ def test_gate_removes_its_dump_directory_and_names_it_nowhere(example_gate):
 
 
 def test_gate_text_names_the_function(example_gate):
+    _, report = example_gate
     result = run_cli("gate", "--", *PYTEST, "examples/ci")
     assert result.returncode == 1
     line = line_of(EXAMPLE / "model.py", "centred = x - jnp.mean(x)")
     assert f"jit(standardise) at examples/ci/model.py:{line}:" in result.stdout
     assert "module(s) without findings: " in result.stdout and "jit(predict)" in result.stdout
     assert "FAIL: " in result.stdout
+    # issue 36: a module's repeats say they count compilations (they read "x3").
+    repeated = [m for f in report["files"] for m in f["modules"] if m["repeats"] > 1 and not m["findings"]]
+    assert repeated
+    for module in repeated:
+        assert f"jit({module['function']}) (compiled {module['repeats']} times)" in result.stdout
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +117,7 @@ def test_gate_unknown_command_exits_2(tmp_path):
 
 
 def test_gate_environment_keeps_jax_enable_x64_as_it_is(tmp_path):
-    from x64guard.cli.gate import dump_environment
+    from x64guard.cli.dump import dump_environment
     env = dump_environment(tmp_path, base={"JAX_DUMP_IR_MODES": "jaxpr", "PATH": "/bin"}, torch_xla=False)
     assert env["JAX_DUMP_IR_TO"] == str(tmp_path / "jax")
     assert env["JAX_DUMP_IR_MODES"] == "jaxpr,stablehlo"
@@ -152,6 +158,9 @@ def x64_suite(tmp_path_factory):
         def test_eager():
             x = jnp.arange(3.0)
             assert float((x + 1.0).sum()) == 6.0
+
+        def test_lambda():
+            assert float(jax.jit(lambda x: x * 3.0)(jnp.ones(2))[0]) == 3.0
     """))
     keep = root / "dumps"
     result = run_cli("gate", "--keep", keep, "--format", "json", "--", *PYTEST, "test_x64.py", cwd=root)
@@ -189,6 +198,21 @@ def test_gate_json_paths_are_relative_and_every_finding_is_placed(x64_suite):
     assert scale["source"]["path"] == "test_x64.py"
 
 
+def test_gate_json_follows_the_schema_and_places_a_lambdas_signature(x64_suite):
+    from tests.cli.test_formats import report_schema_validator
+    root, _, gate = x64_suite
+    report_schema_validator().validate(gate)
+    # issue 36: `jit(<lambda>)` is the module jit__lambda; its signature finding had no
+    # call site (the module's name was looked for as `jit(_lambda)`).
+    (module,) = [m for f in gate["files"] for m in f["modules"] if m["name"] == "jit__lambda"]
+    line = line_of(root / "test_x64.py", "jax.jit(lambda x: x * 3.0)")
+    assert module["function"] == "<lambda>" and module["origin"].startswith(f"test_x64.py:{line}:")
+    signature = next(f for f in module["findings"] if f["op"] == "func.func")
+    assert signature["position"]["anchor"] == {"path": "test_x64.py", "line": line,
+                                               "column": signature["position"]["anchor"]["column"],
+                                               "in_function": None}
+
+
 def test_no_torch_xla_folder_or_flag_when_torch_xla_dumped_nothing(x64_suite):
     _, keep, gate = x64_suite
     assert sorted(p.name for p in keep.iterdir()) == ["jax"]
@@ -205,12 +229,18 @@ def test_text_report_leads_with_the_summary_and_caps_long_listings(x64_suite, mo
     assert lines[2] == "" and lines[3] == "Summary"  # after the header and the command's line
     verdict = next(i for i, line in enumerate(lines) if line.startswith("FAIL: "))
     assert verdict < next(i for i, line in enumerate(lines) if line.startswith("jit("))
-    assert lines[-1].startswith("FAIL: ")
     # Caps: a run with more groups and findings than the limits lists what is left.
     run = Run("check", "x32", "error")
     run.files = merge_repeated_compilations([check_file(str(p), "x32") for p in sorted((keep / "jax").iterdir())])
     full = formats.render_text(run, formats.Style(False))
     assert "more finding(s) here" not in full  # a short report is printed whole
+    # The verdict again as the last line only when the details are long (issue 36: a short
+    # report said FAIL twice).
+    monkeypatch.setattr(formats, "VERDICT_REPEATED_AFTER", len(full.splitlines()))
+    assert formats.render_text(run, formats.Style(False)).count("FAIL: ") == 1
+    monkeypatch.setattr(formats, "VERDICT_REPEATED_AFTER", 0)
+    repeated = formats.render_text(run, formats.Style(False)).splitlines()
+    assert repeated[-1].startswith("FAIL: ") and sum(line.startswith("FAIL: ") for line in repeated) == 2
     monkeypatch.setattr(formats, "UNCAPPED_LINES", 0)
     monkeypatch.setattr(formats, "MAX_FINDINGS_PER_GROUP", 1)
     fewer_findings = formats.render_text(run, formats.Style(False))

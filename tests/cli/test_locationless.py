@@ -5,6 +5,7 @@ listed in JSON and SARIF."""
 from __future__ import annotations
 
 import json
+import re
 
 import x64guard
 from tests.cli.conftest import run_cli
@@ -43,8 +44,25 @@ def test_text_report_is_one_line_per_group(tmp_path):
     assert result.returncode == 1
     finding_lines = [line for line in result.stdout.splitlines() if "[type-64bit]" in line]
     assert len(finding_lines) == 2  # the signature, and the adds
-    assert f"chain.mlir:2:8 (first of {N_ADDS} places in @main): error: stablehlo.add (x{N_ADDS})" \
+    assert f"chain.mlir:2:8 (first of {N_ADDS} places in @main): error: stablehlo.add ({N_ADDS} types)" \
         in result.stdout
+
+
+def test_places_mean_one_thing_in_narrow_and_check(tmp_path):
+    """issue 36: for the same adds `narrow` said "at 2 places" (its findings) where `check`
+    said "first of N places" (the ops' positions). A place is a source line, or without
+    one an op's position: the count is the same in narrow's summary, check's text and JSON."""
+    path = tmp_path / "chain.mlir"
+    path.write_text(chain_module())
+    narrowed = run_cli("narrow", path, "-o", tmp_path / "out.mlir")
+    assert narrowed.returncode == 0, narrowed.stderr
+    # the adds' places, and the signature's
+    assert f"x64guard: narrowed {N_ADDS + 2} types (f64->f32 x{N_ADDS + 2}) at {N_ADDS + 1} places;" \
+        in narrowed.stderr, narrowed.stderr
+    report = json.loads(run_cli("check", "--format", "json", path).stdout)
+    assert report["summary"]["by_kind"]["type-64bit"] == {"findings": 2, "places": N_ADDS + 1, "ops": N_ADDS + 2}
+    text = run_cli("check", path).stdout
+    assert re.search(rf"^  type-64bit\s+2\s+{N_ADDS + 1}\s+{N_ADDS + 2}$", text, re.M), text
 
 
 def test_json_and_sarif_list_every_place(tmp_path):

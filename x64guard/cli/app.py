@@ -1,4 +1,4 @@
-"""The `x64guard` command: check, narrow, gate.
+"""The `x64guard` command: check, narrow, gate, targets.
 
 Exit status: 0 clean; 1 findings at or above --fail-on (check, gate), a refusal (narrow)
 or a failed command (gate); 2 unreadable input or a usage error, with a one-line reason
@@ -22,13 +22,25 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error in one line (and exits 2)."""
 
     def error(self, message: str):
-        from x64guard.cli.gate import UsageError
+        from x64guard.cli.dump import UsageError
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
-def _targets() -> dict[str, str]:
+def _target_names() -> list[str]:
     from x64guard.passes.tables import TARGET_PROFILES
-    return {name: profile.description for name, profile in TARGET_PROFILES.items()}
+    return list(TARGET_PROFILES)
+
+
+def target_lines() -> list[str]:
+    """One line per target profile: its name and summary; an alias names its profile."""
+    from x64guard.passes.tables import DEFAULT_TARGET, TARGET_ALIASES, TARGET_PROFILES
+
+    width = max(map(len, TARGET_PROFILES))
+    lines = []
+    for name, profile in TARGET_PROFILES.items():
+        text = f"alias of {TARGET_ALIASES[name]}" if name in TARGET_ALIASES else profile.summary
+        lines.append(f"{name.ljust(width)}  {text}" + (" (default)" if name == DEFAULT_TARGET else ""))
+    return lines
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,15 +48,15 @@ def build_parser() -> argparse.ArgumentParser:
     from x64guard.cli.formats import FORMATS
     from x64guard.cli.results import SEVERITIES
 
-    targets = _targets()
-    target_help = "; ".join(f"{name}: {text}" for name, text in targets.items())
+    targets = _target_names()
+    target_help = "target profile (default: x32; `x64guard targets` describes each)"
     parser = _Parser(prog="x64guard", description=(
         "Check and narrow 64-bit StableHLO modules (JAX x64, torch-xla int64) for accelerators "
         "without 64-bit types."),
         epilog="Exit status: 0 clean, 1 findings at or above --fail-on (or a refusal, or a failed "
                "gated command), 2 unreadable input or usage error.")
     parser.add_argument("--version", action="version", version=f"x64guard {x64guard.__version__}")
-    sub = parser.add_subparsers(dest="subcommand", metavar="{check,narrow,gate}", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="subcommand", metavar="{check,narrow,gate,targets}", parser_class=_Parser)
 
     def neuron_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument("--neuron-cc-flags", metavar="FLAGS", default=None,
@@ -52,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "--implicit-integer-downcast=none' (default: $NEURON_CC_FLAGS when set)")
 
     def reporting(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--target", default="x32", choices=list(targets), help=f"target profile ({target_help})")
+        p.add_argument("--target", default="x32", choices=targets, help=target_help)
         neuron_flags(p)
         p.add_argument("--format", default="text", choices=FORMATS,
                        help="text for people, json for scripts, sarif for code scanning, github for "
@@ -80,9 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "$X64GUARD_MODE); error: refuse any 64-bit use")
     narrow.add_argument("--overflow", choices=["error", "saturate", "wrap"], default="error",
                         help="constants a 32-bit type cannot hold (default: error)")
-    narrow.add_argument("--target", default="x32", choices=list(targets),
-                        help="target profile narrowed for; on a neuron-* target what neuronx-cc would still "
-                             "reject is listed after narrowing (default: x32)")
+    narrow.add_argument("--target", default="x32", choices=targets,
+                        help=target_help + "; on a neuron-* target what neuronx-cc would still reject is "
+                                           "listed after narrowing")
     neuron_flags(narrow)
 
     gate = sub.add_parser("gate", help="run a command with JAX's IR dump on; check every module it compiled",
@@ -92,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "every module it compiled. Exit 1 if CMD failed or a module does not pass.")
     reporting(gate)
     gate.add_argument("--keep", metavar="DIR", help="dump into DIR (empty or new) and keep it")
+    sub.add_parser("targets", help="list the target profiles, one line each",
+                   description="The target profiles --target takes (x64guard/passes/tables/targets.py).")
     return parser
 
 
@@ -106,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         _silence_stdout()
         return EXIT_USAGE
     except Exception as exc:  # the one place exceptions become exit status 2
-        from x64guard.cli.gate import UsageError
+        from x64guard.cli.dump import UsageError
         from x64guard.cli.inputs import InputError
 
         if os.environ.get(DEBUG_ENV):
@@ -130,12 +144,15 @@ def _main(argv: list[str]) -> int:
         elif any(a in ("-h", "--help") for a in argv):
             pass
         else:
-            from x64guard.cli.gate import UsageError
+            from x64guard.cli.dump import UsageError
             raise UsageError("gate needs the command after `--`, e.g. x64guard gate -- pytest -q")
     args = build_parser().parse_args(argv)
     if args.subcommand is None:
-        from x64guard.cli.gate import UsageError
-        raise UsageError("give a command: check, narrow or gate (see `x64guard --help`)")
+        from x64guard.cli.dump import UsageError
+        raise UsageError("give a command: check, narrow, gate or targets (see `x64guard --help`)")
+    if args.subcommand == "targets":
+        print("\n".join(target_lines()))
+        return EXIT_OK
     if args.subcommand == "check":
         return _check(args)
     if args.subcommand == "narrow":
@@ -187,7 +204,7 @@ def _emit(run, args) -> int:
         write_atomically(args.output, render(run, args.format).encode("utf-8"))
         print(verdict(run, Style(wants_colour(sys.stderr, args.color))), file=sys.stderr)
     else:
-        text = render(run, args.format, Style(wants_colour(sys.stdout, args.color)))
+        text = render(run, args.format, Style(wants_colour(sys.stdout, args.color)), reasons_on_stderr=True)
         sys.stdout.write(text)
         sys.stdout.flush()
     return run.exit_code()
@@ -195,8 +212,8 @@ def _emit(run, args) -> int:
 
 def _narrow(args) -> int:
     import x64guard
-    from x64guard.cli.inputs import (FORMAT_NAMES, STDIN, InputError, narrowed_bytes, read_bytes, read_units,
-                                     write_atomically, writable)
+    from x64guard.cli.inputs import (FORMAT_NAMES, STDIN, InputError, name_parse_error, narrowed_bytes, read_bytes,
+                                     read_units, write_atomically, writable)
 
     # A file is read by path (bytecode: by MLIR itself, after the reader process vetted it).
     units = read_units(args.input, read_bytes(args.input) if args.input == STDIN else None)
@@ -223,24 +240,33 @@ def _narrow(args) -> int:
         except x64guard.X64GuardError as exc:
             where = "" if part == "the module" else f" ({part})"
             print(f"x64guard: refused: {unit.display}{where}: {_first_line(exc)}", file=sys.stderr)
-            for finding in exc.findings:
-                print(f"  {finding}", file=sys.stderr)
+            _print_findings(unit, exc.findings)
             print(f"x64guard: nothing written to {args.output}", file=sys.stderr)
             return EXIT_FINDINGS
         except ValueError as exc:  # unreadable module
-            raise InputError(unit.display, str(exc).removeprefix("x64guard: ").splitlines()[0]) from None
+            reason = str(exc).removeprefix("x64guard: ").splitlines()[0]
+            raise InputError(unit.display, name_parse_error(reason, unit.display)) from None
     write_atomically(args.output, data)
     extra = f" with its {len(results) - 1} VJP module(s)" if len(results) > 1 else ""
     print(f"{result.summary()}; wrote {FORMAT_NAMES[unit.format]}{extra} to {args.output}"
           f" (mode {result.mode.value})", file=sys.stderr)
     for narrowed in results:
-        for finding in narrowed.findings:
-            if str(finding.severity) != "info":
-                print(f"  {finding}", file=sys.stderr)
+        _print_findings(unit, [f for f in narrowed.findings if str(f.severity) != "info"])
     unexpected = [w for w in caught if not issubclass(w.category, x64guard.X64GuardWarning)]
     for w in unexpected:
         print(f"x64guard: warning: {w.message}", file=sys.stderr)
     return EXIT_OK
+
+
+def _print_findings(unit, findings) -> None:
+    """Findings on stderr, each placed as `check` places it (`model.mlir:3:5`, `@main op #4`)."""
+    from x64guard.cli.formats import finding_line
+    from x64guard.cli.results import ModuleResult
+    from x64guard.cli.term import Style, wants_colour
+
+    module, style, shown = ModuleResult(unit, list(findings)), Style(wants_colour(sys.stderr)), set()
+    for finding in findings:
+        print("  " + finding_line(module, finding, style, shown), file=sys.stderr)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -1,5 +1,6 @@
 """Renderers: a `Run` in, a string out. text for people, json for scripts, sarif for
-code-scanning dashboards, github for workflow-command annotations.
+code-scanning dashboards, github for workflow-command annotations (those two in
+`code_scanning.py`).
 
 Each renders the core's findings as they are (kind, severity, op, location, message,
 count); none decides anything. Where a finding is comes from `ModuleResult.locate` (a
@@ -9,22 +10,19 @@ source line or a position in the module, x64guard/cli/where.py) in every format.
 from __future__ import annotations
 
 import dataclasses
-
-import hashlib
 import json
+from importlib import resources
 from pathlib import Path
 
 import x64guard
-from x64guard.cli.results import (SEVERITIES, ModuleResult, Run, format_name, is_compilation_dump,
-                                  target_description)
+from x64guard.cli.results import (ModuleResult, Run, format_name, is_compilation_dump, target_description,
+                                  target_summary)
 from x64guard.cli.term import Style
 from x64guard.cli.where import ModulePosition, Source, display_location, display_origin, relative
-from x64guard.findings import Finding
+from x64guard.findings import Finding, Kind
 
 FORMATS = ("text", "json", "sarif", "github")
-SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-_SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
-_GITHUB_COMMAND = {"error": "error", "warning": "warning", "info": "notice"}
+TYPE_COUNTING_KINDS = frozenset({Kind.TYPE_64BIT, Kind.TYPE_NARROWED})  # their count is of types, not ops
 
 # The text report stays short on large suites: modules (grouped by jitted function) listed
 # with their findings, findings per group, and names in one-line lists. JSON lists all.
@@ -33,18 +31,33 @@ UNCAPPED_LINES = 60
 MAX_GROUPS = 25
 MAX_FINDINGS_PER_GROUP = 12
 MAX_NAMES = 30
+# The verdict is repeated as the last line when the details push the summary's verdict
+# this many lines up (a short report says it once).
+VERDICT_REPEATED_AFTER = 20
 
 
-def render(run: Run, fmt: str, style: Style | None = None) -> str:
+def render(run: Run, fmt: str, style: Style | None = None, reasons_on_stderr: bool = False) -> str:
+    """`reasons_on_stderr`: the command line printed each unreadable file's reason on
+    stderr already; the text report (on the same terminal) then only counts them."""
     if fmt == "text":
-        return render_text(run, style or Style(False))
+        return render_text(run, style or Style(False), reasons_on_stderr)
     if fmt == "json":
         return json.dumps(to_json(run), indent=2) + "\n"
     if fmt == "sarif":
+        from x64guard.cli.code_scanning import to_sarif
         return json.dumps(to_sarif(run), indent=2) + "\n"
     if fmt == "github":
+        from x64guard.cli.code_scanning import render_github
         return render_github(run)
     raise ValueError(f"unknown format {fmt!r}")
+
+
+def count_text(finding: Finding) -> str:
+    """What a finding's count counts, after its op: ` (3 ops)`; ` (2 types)` for the
+    kinds that count 64-bit types (the `f64->f32 x2` of their message); nothing for one."""
+    if finding.count <= 1:
+        return ""
+    return f" ({finding.count} {'types' if finding.kind in TYPE_COUNTING_KINDS else 'ops'})"
 
 
 def one_column(source: Source) -> int:
@@ -55,11 +68,12 @@ def one_column(source: Source) -> int:
 
 # text
 
-def render_text(run: Run, style: Style) -> str:
+def render_text(run: Run, style: Style, reasons_on_stderr: bool = False) -> str:
     """The summary first (counts, kinds, verdict), then the modules with findings grouped
     by jitted function, failing groups first, capped (`--format json` lists everything);
-    the verdict again at the end when details were listed."""
-    out: list[str] = [style(f"x64guard {run.command} --target {run.target} ({target_description(run.target)})", "bold")]
+    the verdict again at the end when the details are long. Unreadable files' reasons are
+    listed unless `reasons_on_stderr`: each is said once."""
+    out: list[str] = [style(f"x64guard {run.command} --target {run.target} ({target_summary(run.target)})", "bold")]
     if run.gate:
         out.append(_gate_line(run))
     elif run.compilations != len(run.modules):
@@ -68,9 +82,9 @@ def render_text(run: Run, style: Style) -> str:
     out.append("")
     out.extend(_summary_table(run, style))
     details: list[str] = []
-    for file in run.errors[:MAX_GROUPS]:
+    for file in [] if reasons_on_stderr else run.errors[:MAX_GROUPS]:
         details.append(f"{style(file.path, 'bold')}: {style.severity('error')}: cannot read: {file.error}")
-    if len(run.errors) > MAX_GROUPS:
+    if len(run.errors) > MAX_GROUPS and not reasons_on_stderr:
         details.append(f"... and {len(run.errors) - MAX_GROUPS} more unreadable file(s)")
     groups = _groups([m for m in run.modules if m.findings], run)
     if groups:
@@ -84,7 +98,7 @@ def render_text(run: Run, style: Style) -> str:
     if details:
         out.append("")
         out.extend(details)
-        if groups or run.errors:
+        if len(details) > VERDICT_REPEATED_AFTER:
             out.append("")
             out.append(verdict(run, style))
     return "\n".join(out) + "\n"
@@ -118,14 +132,14 @@ def _group_lines(groups: list[list[ModuleResult]], run: Run, style: Style) -> li
             title += f" [{len(group)} variants with different findings]"
         lines.append("")
         lines.append(title)
-        lines.extend("  " + _finding_line(module, finding, style, advice_shown)
+        lines.extend("  " + finding_line(module, finding, style, advice_shown)
                      for module, finding in rows[:max_rows])
         if max_rows is not None and len(rows) > max_rows:
             lines.append(f"  ... and {len(rows) - max_rows} more finding(s) here "
                          "(`--format json` lists every finding)")
     rest = groups[max_groups:]
     if rest:
-        names = [_module_title(g[0], run) + (f" x{len(g)}" if len(g) > 1 else "") for g in rest]
+        names = [_module_title(g[0], run) + (f" ({len(g)} variants)" if len(g) > 1 else "") for g in rest]
         lines.append("")
         lines.append(f"... and {sum(len(g) for g in rest)} more module(s) with findings: " + _name_list(names)
                      + " (`--format json` lists every finding)")
@@ -146,7 +160,7 @@ def _group_rows(group: list[ModuleResult]) -> list[tuple[ModuleResult, Finding]]
 
 
 def _clean_lines(clean: list[ModuleResult], run: Run, style: Style) -> list[str]:
-    titles = [_module_title(m, run) + (f" x{m.repeats}" if m.repeats > 1 else "") for m in clean]
+    titles = [_module_title(m, run) + (f" (compiled {m.repeats} times)" if m.repeats > 1 else "") for m in clean]
     if run.gate or len(clean) > MAX_NAMES or any(is_compilation_dump(m) for m in clean):
         return [f"{len(clean)} module(s) without findings: " + _name_list(titles)]
     return [f"{title}: {style('ok', 'green')}" for title in titles]
@@ -200,7 +214,7 @@ def _ordered(module: ModuleResult) -> list[Finding]:
     return sorted(module.findings, key=key)
 
 
-def _finding_line(module: ModuleResult, finding: Finding, style: Style, shown: set) -> str:
+def finding_line(module: ModuleResult, finding: Finding, style: Style, shown: set) -> str:
     """`file:line:col: severity: op (xN): message [kind]` (`@main op #4: ...` without a
     source line). The core's messages say what happened, then `; ` what to do: the advice
     is printed once per report and kind."""
@@ -208,12 +222,12 @@ def _finding_line(module: ModuleResult, finding: Finding, style: Style, shown: s
     if isinstance(where, Source):
         place = where.display() + (f" (in @{where.function})" if where.function else "")
     else:
-        place = _position_text(where, finding)
+        place = position_text(where, finding)
     if finding.positions:  # a group of ops without a source location: this is its first place
         places = len(finding.positions) + finding.unlisted_positions
         inside = f" in @{finding.location.function}" if finding.location.function else ""
         place += f" (first of {places} places{inside})"
-    times = f" (x{finding.count})" if finding.count > 1 else ""
+    times = count_text(finding)
     what, sep, advice = finding.message.partition("; ")
     message = finding.message
     if sep and (finding.kind, advice) in shown:
@@ -224,7 +238,7 @@ def _finding_line(module: ModuleResult, finding: Finding, style: Style, shown: s
             + style(f"[{finding.kind}]", "dim"))
 
 
-def _position_text(position: ModulePosition, finding: Finding) -> str:
+def position_text(position: ModulePosition, finding: Finding) -> str:
     """A position inside the module its group names: `@main (signature)`, `@main op #4`."""
     if position.function is None:
         return str(finding.location)
@@ -242,7 +256,7 @@ def _summary_table(run: Run, style: Style) -> list[str]:
     kinds = run.counts_by_kind()
     if kinds:
         lines.append("")
-        lines.extend(_table([["kind", "places", "ops"], *[[k, p, o] for k, (p, o) in kinds.items()]],
+        lines.extend(_table([["kind", "findings", "places", "ops"], *[[k, *counts] for k, counts in kinds.items()]],
                             left=1))
     lines.append("")
     lines.append(verdict(run, style))
@@ -296,6 +310,11 @@ def _place_json(where: Source | ModulePosition) -> dict:
         {"source": None, "position": where.to_json()}
 
 
+def report_schema() -> dict:
+    """The JSON Schema every `--format json` report follows (shipped with the package)."""
+    return json.loads(resources.files("x64guard.cli").joinpath("schema", "report.schema.json").read_text("utf-8"))
+
+
 def to_json(run: Run) -> dict:
     kinds = run.counts_by_kind()
     data = {
@@ -308,9 +327,9 @@ def to_json(run: Run) -> dict:
             "files": len(run.files), "modules": len(run.modules), "compilations": run.compilations,
             "unreadable": len(run.errors),
             "findings": len(run.findings), "ops": sum(f.count for f in run.findings),
-            "failing": len(run.failing()),
+            "failing": len(run.failing_modules()), "failing_findings": len(run.failing()),
             "by_severity": run.counts_by_severity(),
-            "by_kind": {k: {"places": p, "ops": o} for k, (p, o) in kinds.items()},
+            "by_kind": {k: {"findings": n, "places": p, "ops": o} for k, (n, p, o) in kinds.items()},
         },
         "files": [{
             "path": file_path(file),
@@ -329,174 +348,8 @@ def to_json(run: Run) -> dict:
     return data
 
 
-# sarif
-
-def to_sarif(run: Run) -> dict:
-    kinds = sorted({f.kind for f in run.findings})
-    rule_index = {k: i for i, k in enumerate(kinds)}
-    levels: dict[str, str] = {}
-    for f in run.findings:  # a rule's default level: the most severe finding of its kind
-        current = levels.get(f.kind)
-        if current is None or SEVERITIES.index(str(f.severity)) > SEVERITIES.index(current):
-            levels[f.kind] = str(f.severity)
-    rules = [{
-        "id": kind,
-        "name": "".join(part.capitalize() for part in kind.split("-")),
-        "shortDescription": {"text": f"x64guard {kind}"},
-        "defaultConfiguration": {"level": _SARIF_LEVEL[levels[kind]]},
-        **_neuron_rule_text(kind),
-    } for kind in kinds]
-    results = []
-    for module in run.modules:
-        for finding in module.findings:
-            results.append(_sarif_result(run, module, finding, rule_index[finding.kind]))
-    notifications = [{
-        "level": "error",
-        "message": {"text": f"cannot read: {file.error}"},
-        "locations": [{"physicalLocation": {"artifactLocation": _artifact(file_path(file))}}],
-    } for file in run.errors]
-    invocation = {"executionSuccessful": not run.errors, "exitCode": run.exit_code()}
-    if notifications:
-        invocation["toolExecutionNotifications"] = notifications
-    if run.gate:
-        invocation["commandLine"] = run.gate["command_line"]
-    return {
-        "$schema": SARIF_SCHEMA,
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "x64guard", "version": x64guard.__version__,
-                                "semanticVersion": x64guard.__version__, "rules": rules}},
-            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
-            "invocations": [invocation],
-            "results": results,
-            "properties": {"target": run.target, "failOn": run.fail_on},
-        }],
-    }
-
-
-def _neuron_rule_text(kind: str) -> dict:
-    """A Neuron code's trigger, documented fix and page (tables.NEURON_RULES)."""
-    from x64guard.passes.tables import NEURON_RULE
-
-    row = NEURON_RULE.get(kind)
-    if row is None:
-        return {}
-    return {"fullDescription": {"text": f"{row.trigger} (aws-neuron-sdk 2.32: {row.doc})"},
-            "help": {"text": f"fix: {row.fix}"}}
-
-
 def file_path(file) -> str:
     """A file as reports name it: relative to the working directory where it can be, its
     name only for a gate dump deleted after the run (the temporary directory names nothing)."""
     return Path(file.path).name if file.ephemeral else relative(file.path)
 
-
-def _artifact(path: str) -> dict:
-    rel = relative(path)
-    if not Path(rel).is_absolute():
-        return {"uri": Path(rel).as_posix(), "uriBaseId": "%SRCROOT%"}
-    return {"uri": Path(path).resolve().as_uri()}
-
-
-def _sarif_result(run: Run, module: ModuleResult, finding: Finding, index: int) -> dict:
-    where = module.locate(finding)
-    source = where if isinstance(where, Source) else None
-    unit = module.unit
-    text = f"{finding.op}{f' (x{finding.count})' if finding.count > 1 else ''}: {finding.message}"
-    if source is None:
-        text += f" (at {where.display()})"
-    result = {
-        "ruleId": finding.kind,
-        "ruleIndex": index,
-        "level": _SARIF_LEVEL[str(finding.severity)],
-        "message": {"text": text},
-        "partialFingerprints": {"x64guardFinding/v1": _fingerprint(unit.name, finding, source)},
-        "properties": {"op": finding.op, "count": finding.count, "location": display_location(finding.location),
-                       "module": unit.name, "function": unit.function,
-                       "file": Path(unit.display).name if unit.ephemeral else relative(unit.display)},
-    }
-    location = _sarif_location(module, where, run)
-    location["logicalLocations"] = [_logical_location(module, where)]
-    result["locations"] = [location]
-    if len(finding.positions) > 1:  # the other places of a group without source locations
-        related = []
-        for number, position in enumerate(finding.positions[1:], 1):
-            other = module.locate(dataclasses.replace(finding, location=position, positions=()))
-            entry = _sarif_location(module, other, run)
-            entry["logicalLocations"] = [_logical_location(module, other)]
-            entry["id"] = number
-            related.append(entry)
-        result["relatedLocations"] = related
-        result["properties"]["places"] = len(finding.positions) + finding.unlisted_positions
-    return result
-
-
-def _logical_location(module: ModuleResult, where: Source | ModulePosition) -> dict:
-    unit = module.unit
-    if isinstance(where, ModulePosition) and where.function:
-        name = f"@{where.function}" + (f" op #{where.op_index}" if where.op_index is not None else "")
-        qualified = f"{unit.name or unit.display}/{name}"
-        return {"name": name, "fullyQualifiedName": qualified, "kind": "function"}
-    return {"name": unit.function or unit.name or unit.display, "kind": "function"}
-
-
-def _sarif_location(module: ModuleResult, where: Source | ModulePosition, run: Run) -> dict:
-    """Every result has a location: its source line; else the module's file; else where a
-    removed gate dump was called from (or its first located finding); else the logical
-    location alone (added by the caller)."""
-    if isinstance(where, Source):
-        return {"physicalLocation": {"artifactLocation": _artifact(where.file),
-                                     "region": {"startLine": max(where.line, 1), "startColumn": one_column(where)}}}
-    if where.file:
-        return {"physicalLocation": {"artifactLocation": _artifact(where.file)}}
-    anchor = where.anchor or module.primary_source(run.fail_on)
-    if anchor is not None:
-        return {"physicalLocation": {"artifactLocation": _artifact(anchor.file),
-                                     "region": {"startLine": max(anchor.line, 1)}}}
-    return {}
-
-
-def _fingerprint(module_name: str | None, finding: Finding, source: Source | None) -> str:
-    where = f"{source.path}:{source.line}:{source.column}" if source else str(finding.location)
-    key = "\0".join([finding.kind, finding.op, where, module_name or ""])
-    return hashlib.sha256(key.encode()).hexdigest()[:32]
-
-
-# github
-
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
-def render_github(run: Run) -> str:
-    lines = []
-    for file in run.errors:
-        lines.append(f"::error file={_escape_property(file_path(file))},"
-                     f"title={_escape_property('x64guard unreadable input')}::{_escape_data(file.error)}")
-    for module in run.modules:
-        for finding in module.findings:
-            lines.append(_github_line(module, finding, run))
-    lines.append(verdict(run))
-    return "\n".join(lines) + "\n"
-
-
-def _github_line(module: ModuleResult, finding: Finding, run: Run) -> str:
-    where = module.locate(finding)
-    unit = module.unit
-    props = []
-    if isinstance(where, Source):
-        props += [f"file={_escape_property(where.path)}", f"line={max(where.line, 1)}", f"col={one_column(where)}"]
-    elif where.file:
-        props.append(f"file={_escape_property(relative(where.file))}")
-    elif (anchor := where.anchor or module.primary_source(run.fail_on)) is not None:
-        props += [f"file={_escape_property(anchor.path)}", f"line={max(anchor.line, 1)}"]
-    props.append(f"title={_escape_property('x64guard ' + finding.kind)}")
-    who = f"jit({unit.function})" if unit.function else (f"@{unit.name}" if unit.name else relative(unit.display))
-    times = f" (x{finding.count})" if finding.count > 1 else ""
-    at = "" if isinstance(where, Source) else f" at {_position_text(where, finding)}"
-    message = f"{who}: {finding.op}{times}{at}: {finding.message}"
-    return f"::{_GITHUB_COMMAND[str(finding.severity)]} {','.join(props)}::{_escape_data(message)}"

@@ -280,7 +280,7 @@ def narrowed_bytes(unit: Unit, result, narrow: Callable[[bytes, str], Any] | Non
     if unit.format is Format.JAX_EXPORT:
         return _narrowed_jax_export(unit.exported, result, unit.version, narrow)
     if unit.format is Format.MLIR_TEXT:
-        return result.text.encode("utf-8")
+        return name_parser_locations(result.text, unit.path).encode("utf-8")
     if unit.format is Format.MLIR_BYTECODE:
         return result.bytecode()
     if unit.format is Format.PORTABLE_ARTIFACT:
@@ -290,6 +290,27 @@ def narrowed_bytes(unit: Unit, result, narrow: Callable[[bytes, str], Any] | Non
     if unit.format is Format.HLO_PROTO:
         return _hlo.stablehlo_to_hlo_proto(result.text)
     raise InputError(unit.display, f"x64guard narrow cannot write a {FORMAT_NAMES[unit.format]} back")
+
+
+# MLIR's parser calls the text it reads "-": a file's parse errors and the parser
+# locations its narrowed text carries name the file instead (a quote inside a string
+# attribute is printed escaped, so `"-":L:C` outside one is a location).
+_PARSER_LOCATION = re.compile(r'(?<=[(\s\[,])"-":(\d+):(\d+)')
+_PARSER_DIAGNOSTIC = re.compile(r'loc\("-":(\d+):(\d+)\)')
+
+
+def name_parse_error(reason: str, display: str) -> str:
+    """`loc("-":1:1): expected ...` -> `model.mlir:1:1: expected ...`."""
+    return _PARSER_DIAGNOSTIC.sub(lambda m: f"{display}:{m[1]}:{m[2]}", reason)
+
+
+def name_parser_locations(text: str, path: str) -> str:
+    """The narrowed text of a file with its parser locations naming the file."""
+    if path == "<stdin>":
+        return text
+    quoted = '"' + "".join(c if c.isprintable() and c not in '"\\' else "".join(f"\\{b:02X}" for b in c.encode())
+                           for c in path) + '"'
+    return _PARSER_LOCATION.sub(lambda m: f"{quoted}:{m[1]}:{m[2]}", text)
 
 
 def writable(unit: Unit) -> bool:

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import x64guard
 from x64guard.io import modules
-from x64guard.cli.inputs import FORMAT_NAMES, Format, InputError, Unit, function_name, read_units
+from x64guard.cli.inputs import (FORMAT_NAMES, Format, InputError, Unit, function_name, name_parse_error,
+                                 read_units)
 from x64guard.cli.where import ModulePosition, Source, module_position, parse_origin, source_of
-from x64guard.findings import SEVERITY_RANK, Finding, Severity
+from x64guard.findings import SEVERITY_RANK, Finding, Severity, count_places
 from x64guard.passes.tables import TARGET_PROFILES
 
 SEVERITIES = [str(s) for s in sorted(SEVERITY_RANK, key=SEVERITY_RANK.get)]  # info, warning, error
@@ -101,14 +102,23 @@ class Run:
     def failing(self) -> list[Finding]:
         return [f for m in self.modules for f in m.failing(self.fail_on)]
 
-    def counts_by_kind(self) -> dict[str, tuple[int, int]]:
-        """kind -> (places, ops): places are grouped findings, ops their summed counts."""
-        places: Counter[str] = Counter()
-        ops: Counter[str] = Counter()
-        for f in self.findings:
-            places[f.kind] += 1
-            ops[f.kind] += f.count
-        return {k: (places[k], ops[k]) for k in sorted(places, key=lambda k: (-places[k], k))}
+    def failing_modules(self) -> list[ModuleResult]:
+        return [m for m in self.modules if m.failing(self.fail_on)]
+
+    def counts_by_kind(self) -> dict[str, tuple[int, int, int]]:
+        """kind -> (findings, places, ops): places as `findings.count_places` counts them
+        (per module: places are lines or positions of one module), ops the findings'
+        summed counts. Most findings first."""
+        by_kind: dict[str, dict[int, list[Finding]]] = {}
+        for index, module in enumerate(self.modules):
+            for f in module.findings:
+                by_kind.setdefault(f.kind, {}).setdefault(index, []).append(f)
+        counts = {}
+        for kind, per_module in by_kind.items():
+            findings = [f for group in per_module.values() for f in group]
+            counts[kind] = (len(findings), sum(count_places(group) for group in per_module.values()),
+                            sum(f.count for f in findings))
+        return dict(sorted(counts.items(), key=lambda item: (-item[1][0], item[0])))
 
     def counts_by_severity(self) -> dict[str, int]:
         counts = Counter(str(f.severity) for f in self.findings)
@@ -167,6 +177,10 @@ def target_description(name: str) -> str:
     return TARGET_PROFILES[name].description
 
 
+def target_summary(name: str) -> str:
+    return TARGET_PROFILES[name].summary
+
+
 def check_units(units: list[Unit], target: str, all_positions: bool = False,
                 neuron_cc_flags: str | None = None) -> list[ModuleResult]:
     return [check_unit(unit, target, all_positions, neuron_cc_flags) for unit in units]
@@ -179,35 +193,46 @@ def check_unit(unit: Unit, target: str, all_positions: bool = False,
     try:
         module, _ = modules.load(unit.data)
     except ValueError as exc:
-        raise InputError(unit.display, _reason(exc)) from None
+        raise InputError(unit.display, name_parse_error(_reason(exc), unit.display)) from None
     if unit.name is None:
         unit.name = _sym_name(module)
         if unit.function is None:
             unit.function = function_name(unit.name)
     if unit.origin is None and unit.function:
-        unit.origin = call_site(module, unit.function)
+        unit.origin, traced_name = call_site(module, unit.function, unit.name)
+        unit.function = traced_name or unit.function
     report = x64guard.check(module, target=target, all_positions=all_positions, neuron_cc_flags=neuron_cc_flags)
     return ModuleResult(unit, list(report.findings))
 
 
-def call_site(module, function: str) -> str | None:
-    """Where a jitted function was called from: JAX names the location of `@main`'s own
-    ops (its return) `jit(<function>)`, over the caller's file location."""
+# JAX names the location of `@main`'s own ops `jit(<function>)`, and the module after it
+# with every character outside [\w.-] made "_" and the last ones dropped (`jit(<lambda>)`
+# -> `jit__lambda`; jax/_src/interpreters/mlir.py, 0.10).
+_TRACED_NAME = re.compile(r"^(?:p?jit|pmap)\((.*)\)$")
+_NOT_IN_MODULE_NAMES = re.compile(r"[^\w.-]")
+
+
+def call_site(module, function: str, module_name: str | None = None) -> tuple[str | None, str | None]:
+    """Where a jitted function was called from, and its name as traced (`<lambda>` for the
+    module `jit__lambda`): JAX names the location of `@main`'s own ops (its return)
+    `jit(<function>)`, over the caller's file location. (None, None) when it does not say."""
     from x64guard.passes.ir_queries import main_function
     from x64guard.passes.locations import LocationResolver
 
     resolver = LocationResolver()
-    wanted = (f"jit({function})", f"pjit({function})", f"pmap({function})")
     main = main_function(module)
     if main is None:
-        return None
+        return None, None
     for region in main.regions:
         for block in region.blocks:
             for inner in block.operations:
                 where, name = resolver.resolve_with_name(inner.operation.location)
-                if name in wanted and where is not None and where.has_file:
-                    return str(where)  # a unit's origin: `file:line:col`
-    return None
+                traced = _TRACED_NAME.match(name or "")
+                if traced and where is not None and where.has_file and (
+                        traced.group(1) == function
+                        or _NOT_IN_MODULE_NAMES.sub("_", traced.group(0)).rstrip("_") == module_name):
+                    return str(where), traced.group(1)  # a unit's origin: `file:line:col`
+    return None, None
 
 
 def check_file(path: str, target: str, data: bytes | None = None, all_positions: bool = False,

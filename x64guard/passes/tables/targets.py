@@ -37,18 +37,22 @@ class TargetProfile:
     # and --neuron-cc-flags are read after them). None: not a Neuron target.
     neuron_chip: str | None = None
     neuron_flags: str = ""
+    # One line for `x64guard targets`, `--target` help and the text report's header.
+    summary: str = ""
 
 
 TARGET_PROFILES: dict[str, TargetProfile] = {
     "x32": TargetProfile(
         "x32",
         "no 64-bit element types, except the RNG state JAX's and torch-xla's own 32-bit programs use "
-        "(XLA's RngBitGenerator u64[2] state); exact 64-bit idioms of JAX are info"),
+        "(XLA's RngBitGenerator u64[2] state); exact 64-bit idioms of JAX are info",
+        summary="no 64-bit element types, except XLA's RNG state; JAX's exact 64-bit idioms are info"),
     "x32-strict": TargetProfile(
         "x32-strict",
         "no 64-bit element type at all: rng_bit_generator draws (jax.random rbg keys, torch-xla RNG) "
         "are refused, and JAX's exact 64-bit idioms are reported like any 64-bit type",
-        rng_state=RNG_STATE_REFUSE, exact_idioms_are_info=False),
+        rng_state=RNG_STATE_REFUSE, exact_idioms_are_info=False,
+        summary="no 64-bit element types at all (RNG state and exact idioms included)"),
     # AWS Neuron (issue 23; docs/targets.md): neuronx-cc's documented rejections, as findings
     # whose kind is the compiler's own code (NEURON_RULES). Complex types and custom_call
     # targets are judged by those rules (EVRF004, EHCA005), not by the generic fields.
@@ -57,20 +61,22 @@ TARGET_PROFILES: dict[str, TargetProfile] = {
         "AWS Trainium1/Inferentia2 (neuronx-cc --target trn1, Neuron 2.32 documentation): 64-bit integers "
         "are converted to 32 bits by the compiler without a range check, so they must be narrowed; "
         "neuronx-cc's documented rejections reported with their NCC_ codes",
-        neuron_chip="trn1"),
+        neuron_chip="trn1", summary="AWS Trainium1/Inferentia2: 64-bit integers must be narrowed; NCC_ codes"),
     "neuron-trn2": TargetProfile(
         "neuron-trn2",
         "AWS Trainium2 (neuronx-cc --target trn2) with the 2.32 defaults (--native-int64=default: 64-bit "
         "integers downcast to 32 bits; --implicit-integer-downcast=all: integer dot/scatter/collectives/pow "
         "downcast with a warning); NCC_ codes as for neuron-trn1",
-        neuron_chip="trn2"),
+        neuron_chip="trn2", summary="AWS Trainium2, neuronx-cc 2.32 defaults (64-bit integers downcast); NCC_ codes"),
     "neuron-trn2-int64": TargetProfile(
         "neuron-trn2-int64",
         "AWS Trainium2 with --native-int64=enabled --implicit-integer-downcast=none, the defaults the 2.32 "
         "release notes announce for the next release: int64 runs natively, integer dot/scatter/collectives/"
         "pow are hard errors",
-        neuron_chip="trn2", neuron_flags="--native-int64=enabled --implicit-integer-downcast=none"),
-    "x64": TargetProfile("x64", "accepts everything (a host CPU or GPU)", allow_64bit=True),
+        neuron_chip="trn2", neuron_flags="--native-int64=enabled --implicit-integer-downcast=none",
+        summary="AWS Trainium2 with native int64 and no implicit integer downcast (the next release's defaults)"),
+    "x64": TargetProfile("x64", "accepts everything (a host CPU or GPU)", allow_64bit=True,
+                         summary="accepts everything (a host CPU or GPU); 64-bit uses are info"),
 }
 # `neuron`, the profile of x64guard before issue 23, is the current Neuron chip with the
 # compiler's current defaults.
