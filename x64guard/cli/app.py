@@ -58,14 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"x64guard {x64guard.__version__}")
     sub = parser.add_subparsers(dest="subcommand", metavar="{check,narrow,gate,targets}", parser_class=_Parser)
 
-    def neuron_flags(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--neuron-cc-flags", metavar="FLAGS", default=None,
-                       help="neuronx-cc's flags for a neuron-* target, written with '=': --neuron-cc-flags='--native-int64=enabled "
-                            "--implicit-integer-downcast=none' (default: $NEURON_CC_FLAGS when set)")
-
     def reporting(p: argparse.ArgumentParser) -> None:
         p.add_argument("--target", default="x32", choices=targets, help=target_help)
-        neuron_flags(p)
+        _neuron_flags(p)
         p.add_argument("--format", default="text", choices=FORMATS,
                        help="text for people, json for scripts, sarif for code scanning, github for "
                             "workflow annotations (default: text)")
@@ -95,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     narrow.add_argument("--target", default="x32", choices=targets,
                         help=target_help + "; on a neuron-* target what neuronx-cc would still reject is "
                                            "listed after narrowing")
-    neuron_flags(narrow)
+    _neuron_flags(narrow)
 
     gate = sub.add_parser("gate", help="run a command with JAX's IR dump on; check every module it compiled",
                           usage="x64guard gate [options] -- CMD [ARGS...]",
@@ -107,6 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("targets", help="list the target profiles, one line each",
                    description="The target profiles --target takes (x64guard/passes/tables/targets.py).")
     return parser
+
+
+def _neuron_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--neuron-cc-flags", metavar="FLAGS", default=None,
+                   help="neuronx-cc's flags for a neuron-* target, written with '=': --neuron-cc-flags='--native-int64=enabled "
+                        "--implicit-integer-downcast=none' (default: $NEURON_CC_FLAGS when set)")
 
 
 def main(argv: list[str] | None = None) -> int:
