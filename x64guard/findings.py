@@ -100,6 +100,8 @@ class Kind(enum.StrEnum):
     CALLBACK_RESULT_OUT_OF_RANGE = "callback-result-out-of-range"
     TRACE_DIFFERS = "trace-differs"
     TRACE_NOT_LOWERED = "trace-not-lowered"
+    TRACE_FAILED = "trace-failed"
+    TRACE_SHARED_STATE = "trace-shared-state"
     IDENTITY_CONVERT = "identity-convert"
     TORCH_XLA_FALLBACK = "torch-xla-fallback"
     TORCH_XLA_EXECUTION = "torch-xla-execution"
@@ -174,9 +176,17 @@ KIND_TABLE: dict[Kind, tuple[str, str, str]] = {
     Kind.INPUT_OUT_OF_RANGE: ("error", "x64guard.jit, torch-xla", "a 64-bit input value outside the 32-bit range"),
     Kind.CALLBACK_RESULT_OUT_OF_RANGE: ("error", "x64guard.jit", "a host callback returned a value outside "
                                                                  "the 32-bit range"),
-    Kind.TRACE_DIFFERS: ("error, warning", "x64guard.jit", "the x64 trace is another program than the x32 trace "
-                                                           "(library code that decides by jax_enable_x64 or by the "
-                                                           "dtype): refused (error) or the x32 program run (warning)"),
+    Kind.TRACE_DIFFERS: ("error, info", "x64guard.jit", "the x64 trace is another program than the x32 trace "
+                                                        "(library code that decides by jax_enable_x64 or by the "
+                                                        "dtype): refused (error) or the x32 program run (info)"),
+    Kind.TRACE_FAILED: ("error, info", "x64guard.jit", "the x64 trace raised (a library that mixes 64-bit and "
+                                                       "32-bit values under x64) where the x32 trace does not: "
+                                                       "refused (error) or the x32 program run (info)"),
+    Kind.TRACE_SHARED_STATE: ("error, warning, info", "x64guard.jit", "the x32 trace reused arrays the function "
+                                                                      "kept from its x64 trace (a lazily built "
+                                                                      "table, a cache): compared through them "
+                                                                      "(info), else the narrowed x64 program run "
+                                                                      "unchecked (warning) or refused (error)"),
     Kind.TRACE_NOT_LOWERED: ("error, warning", "x64guard.jit", "JAX could not lower a trace x64guard.jit made: the "
                                                                "x64 one (the x32 program run (warning) or refused "
                                                                "(error)), or the x32 one where it was to run "

@@ -302,6 +302,15 @@ def diagnose(record: Record, x64_text: str | None, fn=None, args=None, reference
 
 # ----------------------------------------------------------------------------- one program
 
+def _warning_line(w) -> str:
+    """'file:line: first line' of a warning, cut at 200 characters, its `[kind]` kept."""
+    kind = re.search(r"\[[a-z0-9-]+\]\s*$", str(w.message))
+    line = _first_line(w.message, 200)
+    if kind is not None and not line.endswith(kind.group(0).strip()):
+        line = f"{line} ... {kind.group(0).strip()}"
+    return f"{os.path.basename(w.filename)}:{w.lineno}: {line}"
+
+
 def _first_line(text: str, limit: int = 300) -> str:
     line = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "")
     return line[:limit]
@@ -470,8 +479,7 @@ def run_program(program) -> Record:
         except Exception as exc:  # noqa: BLE001
             record.outcome = "crash"
             record.detail = f"{type(exc).__name__}: {_first_line(exc)}"
-    record.warnings = [f"{os.path.basename(w.filename)}:{w.lineno}: {_first_line(w.message, 200)}" for w in caught
-                       if issubclass(w.category, x64guard.X64GuardWarning)]
+    record.warnings = [_warning_line(w) for w in caught if issubclass(w.category, x64guard.X64GuardWarning)]
 
     # 4. the verdict: first the modules, then the bits
     if candidate is not None:

@@ -12,6 +12,8 @@ same table without pytest: `python -m tests.ecosystem.run --table`.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests import module_equality
@@ -41,11 +43,43 @@ def records(request) -> dict:
 def test_program(program, records):
     record = records[program.name]
     check_module_equality(program, record)
+    check_warnings(program, record)
     if not record.ok:
         pytest.fail(f"{program.name} ({program.library}: {program.what}): {record.outcome}, cause {record.cause}: "
                     f"{record.detail}", pytrace=False)
     if not record.has_64bit:
         pytest.fail(f"{program.name}: its x64 lowering holds no 64-bit value type, so it tests nothing",
+                    pytrace=False)
+
+
+# The narrowing summary: "narrowed 26 types (f64->f32 x18, ...) at 14 places[; 2 lossy change(s) follow]".
+_SUMMARY = re.compile(r"x64guard: narrowed \d+ types .* at \d+ places(?:; (\d+) lossy change)?")
+# Said at INFO on the `x64guard` logger, never warned (issue 37 item 4): x32 JAX's program ran,
+# so its answer is x32 JAX's; mode error refuses.
+_NEVER_WARNED = ("[trace-differs]", "[trace-failed]")
+
+
+def expected_warnings(program, record) -> int:
+    """The X64GuardWarnings one call of the program may emit: `program.warnings` where the
+    program names it; else the narrowing summary (once: the x64 program was narrowed and
+    ran) plus the lossy changes it announces, or none (x32 JAX's own program ran)."""
+    if program.warnings is not None:
+        return program.warnings
+    summaries = [m for m in map(_SUMMARY.search, record.warnings) if m]
+    if not summaries:
+        return 0
+    return 1 + int(summaries[0].group(1) or 0)
+
+
+def check_warnings(program, record) -> None:
+    """Warnings summarise once per call, and say only what the user must hear (issue 37)."""
+    never = [w for w in record.warnings if any(kind in w for kind in _NEVER_WARNED)]
+    if never:
+        pytest.fail(f"{program.name}: warned what is said at INFO: {never}", pytrace=False)
+    summaries = [w for w in record.warnings if _SUMMARY.search(w)]
+    want = expected_warnings(program, record)
+    if len(summaries) > 1 or len(record.warnings) != want:
+        pytest.fail(f"{program.name}: {len(record.warnings)} X64GuardWarnings, expected {want}: {record.warnings}",
                     pytrace=False)
 
 

@@ -97,7 +97,7 @@ def test_traces_that_differ_run_x32_jax_with_closed_over_64bit_arrays():
     with oracle.x64(True):
         got, caught = _recorded(lambda: x64guard.jit(_by_width(ints))(np.arange(8)))
     assert oracle.bit_identical(np.asarray(got), want)
-    assert [str(w.message).rsplit("[", 1)[-1] for w in caught] == ["trace-differs]"]
+    assert caught == []  # trace-differs is said at INFO (test_trace_check.py), not warned
 
 
 def test_an_x64_trace_given_the_users_32bit_conversion_runs_x32_jax():

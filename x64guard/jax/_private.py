@@ -159,6 +159,27 @@ def release_traces(fun) -> None:
     gc.collect(1)
 
 
+def closed_over_tracers(traced) -> list:
+    """The tracers a `Traced` closes over: values of another trace the function reached
+    without taking them as arguments (kept by the function from an earlier trace, or of an
+    enclosing transformation). jit's trace lifts them into extra leading arguments of its
+    program (`Traced._consts`, from pjit's `pe.separate_consts` of tracer constants: seen in
+    jax 0.10.2), which x64guard.jit's programs do not take. Each tracer's `val` is its
+    variable in the trace that made it (DynamicJaxprTracer.val)."""
+    from jax._src import core
+
+    return [c for c in getattr(traced, "_consts", ()) if isinstance(c, core.Tracer)]
+
+
+def escaped_tracer_error(tracer, detail: str) -> Exception:
+    """JAX's own UnexpectedTracerError for `tracer`, naming where it was made, as jax.jit
+    raises it for a function that kept a value of an earlier trace (core.escaped_tracer_error:
+    seen in jax 0.10.2, 0.11.2 and 0.12.0.1)."""
+    from jax._src import core
+
+    return core.escaped_tracer_error(tracer, detail)
+
+
 def jaxpr_constants(closed_jaxpr) -> list:
     """Every constant value a traced jaxpr holds: its own consts, literals, and those of the
     jaxprs in its equations' parameters (pjit, cond, scan, while, custom_jvp ...),

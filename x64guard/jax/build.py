@@ -3,14 +3,25 @@ cross-check against the x32 trace, and decide which program runs.
 
 Equal traces (once narrowed): the x64 program is narrowed and run, proven to be x32 JAX's
 program. Different (library code that decides by jax_enable_x64 or by the dtype while
-tracing): mode error refuses; otherwise the x32 program itself runs (its answer is x32
-JAX's by construction), with one trace-differs warning in place of the narrowing summary.
+tracing), or an x64 trace that raises where the x32 one does not (a library mixing int64
+and int32 under x64): mode error refuses; otherwise the x32 program itself runs (its answer
+is x32 JAX's by construction), said once per function at INFO on the `x64guard` logger and
+by a finding (`.lower(...).findings`), in place of the narrowing summary.
+
+The user's Python runs twice per new signature: the x64 trace, then the x32 one (the
+cross-check). Only where the x64 trace raises does it run again: at most three more x64
+traces (`trace_x64`'s fallback widths), then the x32 one. Arrays the first run built and
+kept (a lazily built table, a cache) are seen by the second as the first's values: the
+comparison binds them to the x64 trace's own (`CrossCheck.kept`); the x32 program, which
+holds them, never runs.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
+import traceback
 import warnings
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -21,9 +32,10 @@ from x64guard.jax import _private
 from x64guard.jax.callbacks import callbacks_at_32_bits
 from x64guard.jax.inputs import narrow_aval, narrow_dtype, narrowed_spec, widened_spec
 from x64guard.jax.program import CompileAhead, Program
-from x64guard.jax.trace_check import (CrossCheck, constants_from_x64_trace, cross_check, identity_convert_finding, matched_constant_message, not_lowered_message,
-                                      trace_differs_message, trace_x32)
-from x64guard.jax.user_frames import narrow_at_user_line, replay_at_user_line, warn_at_user_line
+from x64guard.jax.trace_check import (CrossCheck, constants_from_x64_trace, cross_check, identity_convert_finding,
+                                      kept_state_message, matched_constant_message, not_lowered_message,
+                                      trace_differs_message, trace_failed_message, trace_x32)
+from x64guard.jax.user_frames import narrow_at_user_line, raising_line, replay_at_user_line, warn_at_user_line
 from x64guard.modes import Mode
 from x64guard.passes.tables import CONSTANT_OPS, DEFAULT_TARGET
 
@@ -53,6 +65,14 @@ class RunX32(NamedTuple):
 class X64NotLowered(Exception):
     """JAX could not lower the x64 trace (the cause is JAX's error)."""
 
+
+_LOGGER = logging.getLogger("x64guard")
+
+# Why a trace that closes over tracers cannot be built (added to JAX's own error).
+_KEPT_TRACER = ("x64guard.jit: the function reached a traced value it does not take as an argument (kept from an "
+                "earlier trace: a cache or a lazily built table holding jax arrays made while tracing another "
+                "signature, as jax.jit refuses too; or a value of a transformation around x64guard.jit). Pass it "
+                "as an argument, or build it before the first call.")
 
 class Chosen(NamedTuple):
     """The program that runs: the narrowed x64 one or x32 JAX's."""
@@ -93,7 +113,12 @@ def build_program(owner: "NarrowedFunction", in_tree, specs, static, paths, mode
 def _build(call: Call, specs: list, mode: Mode, compile_ahead: bool) -> tuple[Chosen, list]:
     """The chosen program and the specs traced at."""
     owner = call.owner
-    traced, specs = trace_x64(call, specs)
+    try:
+        traced, specs = trace_x64(call, specs)
+    except X64GuardError:
+        raise
+    except Exception as error:
+        return _x64_trace_failed(call, specs, error, mode), specs
     narrowed, ahead = None, None
     if compile_ahead:
         narrowed, ahead = _narrow_and_start_compile(owner, traced, mode)
@@ -114,9 +139,11 @@ def _build(call: Call, specs: list, mode: Mode, compile_ahead: bool) -> tuple[Ch
 
 
 def trace_x64(call: Call, specs: list) -> Traced:
-    """The x64 trace at `specs`, else at the fallbacks' widths; if every one fails, the first error."""
+    """The x64 trace at `specs`, else at the fallbacks' widths; if every one fails, the first
+    error. A first trace that closes over tracers raises JAX's UnexpectedTracerError (as
+    jax.jit does); a fallback's that does (kept by the attempt before it) counts as failed."""
     try:
-        return Traced(call.trace(specs), specs)
+        traced = call.trace(specs)
     except X64GuardError:
         raise
     except Exception as own_width_error:
@@ -138,10 +165,40 @@ def trace_x64(call: Call, specs: list) -> Traced:
                 continue
             tried.append(widened)
             try:
-                return Traced(call.trace(widened), widened)
+                traced = call.trace(widened)
             except Exception:
                 continue
+            if not _private.closed_over_tracers(traced):
+                return Traced(traced, widened)
         raise own_width_error from None
+    kept = _private.closed_over_tracers(traced)
+    if kept:
+        raise _private.escaped_tracer_error(kept[0], _KEPT_TRACER)
+    return Traced(traced, specs)
+
+
+def _x64_trace_failed(call: Call, specs: list, error: Exception, mode: Mode) -> Chosen:
+    """The x64 trace raised at every width (a library that meets int64 and int32 in one
+    lax.cond under x64). Where x32 JAX traces the call, its program runs, with one
+    trace-failed finding naming the line whose JAX call raised (mode error: refused with
+    it); where it does not, the x64 trace's error is raised, as before."""
+    owner = call.owner
+    line, name = raising_line(error), type(error).__name__
+    # The failed traces' frames may hold conversions of closed-over NumPy arrays at 64 bits
+    # (jaxlib's cache, _private.release_traces): freed before the x32 trace.
+    traceback.clear_frames(error.__traceback__)
+    _private.release_traces(owner._traced_fun)
+    try:
+        traced32 = trace_x32(owner._jit_traced, owner._statics, call.in_tree, specs, call.static)
+    except Exception:  # noqa: BLE001  (x32 JAX raises too: the x64 trace's error is the user's)
+        raise error from None
+    if _private.closed_over_tracers(traced32):  # values kept from the failed x64 trace
+        raise error from None
+    message = trace_failed_message(error, line, ran_x32=mode is not Mode.ERROR)
+    if mode is Mode.ERROR:
+        raise X64GuardError(f"x64guard.jit: {message}", [Finding(Kind.TRACE_FAILED, "error", name, line, message)]) \
+            from error
+    return x32_program(owner, traced32, Finding(Kind.TRACE_FAILED, "info", name, line, message), mode)
 
 
 def _narrow_and_start_compile(owner: "NarrowedFunction", traced, mode: Mode):
@@ -161,9 +218,11 @@ def _narrow_and_start_compile(owner: "NarrowedFunction", traced, mode: Mode):
 
 def _choose(owner: "NarrowedFunction", traced, check: CrossCheck, narrowed, ahead, mode: Mode) -> Chosen | RunX32:
     """Which program runs, by the cross-check (the module docstring says how)."""
-    traced32, difference = check.traced32, check.difference
-    if difference is not None and mode is not Mode.ERROR:
-        return RunX32(Finding(Kind.TRACE_DIFFERS, "warning", difference.primitive, difference.location or "?",
+    difference = check.difference
+    # x32's trace can run in place of the x64 one: it exists and holds no value of the x64 trace.
+    traced32 = check.traced32 if not check.kept else None
+    if difference is not None and traced32 is not None and mode is not Mode.ERROR:
+        return RunX32(Finding(Kind.TRACE_DIFFERS, "info", difference.primitive, difference.location or "?",
                               trace_differs_message(difference, ran_x32=True)))
     if narrowed is None:
         try:
@@ -184,15 +243,47 @@ def _choose(owner: "NarrowedFunction", traced, check: CrossCheck, narrowed, ahea
         # x32's program is right in both cases.
         return RunX32(dataclasses.replace(matched[0], severity="warning",
                                           message=matched_constant_message(matched[0])))
-    if difference is not None:  # mode error, and the narrowing itself passed
+    kept = _kept_state_finding(check, mode)
+    if difference is not None and kept is None:  # mode error, and the narrowing itself passed
         message = trace_differs_message(difference, ran_x32=False)
         finding = Finding(Kind.TRACE_DIFFERS, "error", difference.primitive, difference.location or "?", message)
         raise X64GuardError(f"x64guard.jit: {message}", [finding])
     replay_at_user_line(narrowed.summary)
     converts = identity_convert_finding(check, narrowed.callbacks_converted)
-    if converts is not None:
-        result.findings.append(converts)
+    for finding in (converts, kept):
+        if finding is not None:
+            result.findings.append(finding)
+    if kept is not None:
+        report(owner, kept)
     return Chosen(traced, narrowed.lowered, narrowed.convention, result, ahead)
+
+
+def _kept_state_finding(check: CrossCheck, mode: Mode) -> Finding | None:
+    """Where the x32 trace reused arrays the x64 trace built (`CrossCheck.kept`), its program
+    cannot run: compared through them and equal, an info finding; different, the narrowed
+    x64 program runs unchecked with a warning (mode error: refused). None: nothing kept."""
+    if not check.kept:
+        return None
+    difference = check.difference
+    location = (difference.location if difference is not None else "") or "?"
+    message = kept_state_message(len(check.kept), difference, checked=difference is None)
+    if difference is None:
+        return Finding(Kind.TRACE_SHARED_STATE, "info", "trace", location, message)
+    if mode is Mode.ERROR:
+        raise X64GuardError(f"x64guard.jit: {message}",
+                            [Finding(Kind.TRACE_SHARED_STATE, "error", difference.primitive, location, message)])
+    return Finding(Kind.TRACE_SHARED_STATE, "warning", difference.primitive, location, message)
+
+
+def report(owner: "NarrowedFunction", finding: Finding) -> None:
+    """Say what `finding` says: a warning at the user's line; info once per function, at
+    INFO on the `x64guard` logger (`logging.getLogger("x64guard").setLevel(logging.INFO)`
+    and a handler to hear it; mode error refuses instead)."""
+    if str(finding.severity) == "warning":
+        warn_at_user_line(finding.message)
+    elif not owner._reported_x32:
+        owner._reported_x32 = True
+        _LOGGER.info("x64guard: %s", finding.message)
 
 
 def _x64_not_lowered(error: X64NotLowered, traced32, mode: Mode) -> RunX32:
@@ -248,7 +339,7 @@ def narrowed_x64(owner: "NarrowedFunction", traced, mode: Mode) -> NarrowedX64:
 
 def x32_program(owner: "NarrowedFunction", traced32, fallback: Finding, mode: Mode) -> Chosen:
     """The x32 trace lowered and run in place of the narrowed x64 one (its answer is x32
-    JAX's by construction), `fallback` saying why, warned once at the user's line."""
+    JAX's by construction), `fallback` saying why (`report`)."""
     try:
         lowered = _private.lower_traced_x32(traced32)
     except Exception as error:  # noqa: BLE001  (refused: neither program can be built)
@@ -273,5 +364,5 @@ def x32_program(owner: "NarrowedFunction", traced32, fallback: Finding, mode: Mo
     if owner._target != DEFAULT_TARGET:
         replay_at_user_line(recorded)
     result.findings.append(fallback)
-    warn_at_user_line(fallback.message)
+    report(owner, fallback)
     return Chosen(traced32, lowered, convention, result, None)

@@ -96,6 +96,7 @@ class NarrowedFunction:
         self._traced_fun = functools.partial(fun)
         self._jit_traced = jax.jit(self._traced_fun, **jit_kwargs)
         self._cache: dict[_ProgramKey, Program] = {}
+        self._reported_x32 = False  # x32 JAX's program ran in place of the x64 one: said once (build.report)
         self._lock = threading.Lock()
         self._derived_functions: dict[tuple, NarrowedFunction] = {}
         # Calls on arrays go through a C++ dispatcher like jax.jit's: a new signature runs
@@ -257,7 +258,16 @@ class NarrowedFunction:
         if mode is Mode.ALLOW:
             raise ValueError("x64guard.jit(...).lower: mode 'allow' does not narrow; use jax.jit(f).lower "
                              "with jax_enable_x64 for the full-width program")
-        program, flat = self._specialize(args, kwargs, mode)
+        # 64-bit numpy data as the direct call hands it over (cast on the host, its indices
+        # part of the key), so that a call and a lower of one signature share one program
+        # (one build: the user's Python is not run again).
+        dyn_args, dyn_kwargs, static = self._statics.split(args, kwargs)
+        flat, tree = jax.tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        wide = wide_numpy_leaves(flat)
+        if wide:
+            dyn_args, dyn_kwargs = tree.unflatten(host_cast_leaves(flat, wide))
+            args, kwargs = self._statics.merge(dyn_args, dyn_kwargs, static)
+        program, flat = self._specialize(tuple(args), kwargs, mode, wide)
         return Lowered(program, flat, self._statics)
 
     # -- specialization ------------------------------------------------------------

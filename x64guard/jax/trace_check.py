@@ -48,6 +48,10 @@ class CrossCheck(NamedTuple):
     converts32: tuple            # ... and in the x32 trace
     converts_in_lowerings: tuple  # library primitives whose two lowerings differ only by identity converts
     merged_widths: tuple         # x64 equations whose distinct operand dtypes narrow to one (float32 @ float64)
+    # Values of the x64 trace the x32 trace reused (tracers the function kept from its first
+    # run: a lazily built table, a cache). The x32 trace is then not x32 JAX's program and
+    # cannot run; it is compared with those values bound to the x64 trace's own.
+    kept: tuple = ()
 
 
 def cross_check(jitted, statics, traced, in_tree, specs, static) -> CrossCheck:
@@ -58,13 +62,14 @@ def cross_check(jitted, statics, traced, in_tree, specs, static) -> CrossCheck:
         traced32 = trace_x32(jitted, statics, in_tree, specs, static)
     except Exception:  # noqa: BLE001  (x32 JAX raises here too: nothing to compare with)
         return CrossCheck(None, None, (), (), (), ())
+    kept = tuple(_private.closed_over_tracers(traced32))
     converts64, converts32, in_lowerings, merged = [], [], [], []
     difference = first_trace_difference(
         traced.jaxpr, traced32.jaxpr, narrow_dtype,
         functools.partial(same_lowering, converts_differ=in_lowerings), skipped_converts=(converts64, converts32),
-        merged_widths=merged)
+        merged_widths=merged, lifted32=[tracer.val for tracer in kept])
     return CrossCheck(traced32, difference, tuple(converts64), tuple(converts32), tuple(in_lowerings),
-                      tuple(merged))
+                      tuple(merged), kept)
 
 
 def trace_x32(jitted, statics, in_tree, specs, static):
@@ -174,7 +179,7 @@ def is_library_primitive(primitive) -> bool:
 
 def first_trace_difference(closed64, closed32, narrow_dtype, same_lowering: "Callable | None" = None,
                            skipped_converts: "tuple[list, list] | None" = None,
-                           merged_widths: "list | None" = None) -> "TraceDifference | None":
+                           merged_widths: "list | None" = None, lifted32: list = ()) -> "TraceDifference | None":
     """None when the x64 jaxpr is the x32 jaxpr once every 64-bit dtype is narrowed
     (`narrow_dtype(dtype)` -> its 32-bit dtype or None) and values are compared at 32 bits:
     same equations in the same order, same operands, parameters (nested jaxprs compared
@@ -189,10 +194,13 @@ def first_trace_difference(closed64, closed32, narrow_dtype, same_lowering: "Cal
     x64 trace and in the x32 trace (equations, nested jaxprs included). `merged_widths`: a
     list, given to receive the x64 trace's equations whose operands have distinct dtypes
     that narrowing makes one (a float32 @ float64 dot_general: its lowering converts
-    operands to one type, which narrowed is a convert to the same type x32 JAX's lacks)."""
+    operands to one type, which narrowed is a convert to the same type x32 JAX's lacks).
+    `lifted32`: the x64 jaxpr's variables that the x32 jaxpr's leading inputs stand for
+    (values of the x64 trace the function kept and its x32 trace reused); each must be an
+    input or constant of the x64 jaxpr, else the traces differ."""
     comparison = _TraceComparison(narrow_dtype, same_lowering, skipped_converts, merged_widths)
     try:
-        comparison.compare_closed(closed64, closed32)
+        comparison.compare_closed(closed64, closed32, lifted32)
     except _Differs as found:
         return found.difference
     return None
@@ -268,11 +276,11 @@ class _TraceComparison:
 
     # -- jaxprs
 
-    def compare_closed(self, c64, c32) -> None:
-        self.compare_jaxpr(c64.jaxpr, c32.jaxpr, c64.consts, c32.consts)
+    def compare_closed(self, c64, c32, lifted32=()) -> None:
+        self.compare_jaxpr(c64.jaxpr, c32.jaxpr, c64.consts, c32.consts, lifted32)
 
-    def compare_jaxpr(self, j64, j32, consts64, consts32) -> None:
-        env64, env32 = self._bind_inputs(j64, j32, consts64, consts32)
+    def compare_jaxpr(self, j64, j32, consts64, consts32, lifted32=()) -> None:
+        env64, env32 = self._bind_inputs(j64, j32, consts64, consts32, lifted32)
         eqns64, eqns32 = self._kept(j64, env64, 0), self._kept(j32, env32, 1)
         for n in range(max(len(eqns64), len(eqns32))):
             e64 = eqns64[n] if n < len(eqns64) else None
@@ -287,16 +295,25 @@ class _TraceComparison:
         if outs64 != outs32:
             self.differs(eqns64[-1] if eqns64 else None, eqns32[-1] if eqns32 else None)
 
-    def _bind_inputs(self, j64, j32, consts64, consts32) -> tuple[dict, dict]:
-        """Each jaxpr's environment: its inputs by position, its constants by value."""
+    def _bind_inputs(self, j64, j32, consts64, consts32, lifted32=()) -> tuple[dict, dict]:
+        """Each jaxpr's environment: its inputs by position, its constants by value; the x32
+        jaxpr's first len(lifted32) inputs as the x64 jaxpr's variables they stand for."""
         env64, env32 = {}, {}
-        if len(j64.invars) != len(j32.invars) or len(j64.constvars) != len(j32.constvars):
+        invars32 = j32.invars[len(lifted32):]
+        if len(j64.invars) != len(invars32):
             self.differs(j64.eqns[0] if j64.eqns else None, j32.eqns[0] if j32.eqns else None)
-        for i, (a, b) in enumerate(zip(j64.invars, j32.invars)):
+        for i, (a, b) in enumerate(zip(j64.invars, invars32)):
             env64[a], env32[b] = ("in", i), ("in", i)
-        for i, (a, b) in enumerate(zip(j64.constvars, j32.constvars)):
+        for i, a in enumerate(j64.constvars):
             env64[a] = self.value_key(consts64[i], a.aval) if i < len(consts64) else ("const", i)
+        for i, b in enumerate(j32.constvars):
             env32[b] = self.value_key(consts32[i], b.aval) if i < len(consts32) else ("const", i)
+        for b, a in zip(j32.invars, lifted32):
+            key = self.value_key(a.val, a.aval) if isinstance(a, self.jax.Literal) else \
+                env64.get(a) if isinstance(a, self.jax.Var) else None
+            if key is None:  # a value the x64 trace computed: its computation has no x32 counterpart
+                self.differs(j64.eqns[0] if j64.eqns else None, j32.eqns[0] if j32.eqns else None)
+            env32[b] = key
         return env64, env32
 
     def _kept(self, jaxpr, env: dict, side: int) -> list:
@@ -405,6 +422,31 @@ def trace_differs_message(difference, ran_x32: bool) -> str:
             f"jax_enable_x64 or by the dtype while tracing), first at {difference.primitive} (library line "
             f"{difference.location or 'unknown'}): x64 trace `{difference.x64}`, x32 trace `{difference.x32}`; "
             f"{what} [trace-differs]")
+
+
+def kept_state_message(count: int, difference, checked: bool) -> str:
+    """What a trace-shared-state finding says: the x32 trace reused `count` arrays the x64
+    trace built; compared through them (`checked`) or not comparable (`difference`)."""
+    what = (f"{user_place()}: the function kept {count} array(s) it built while x64guard.jit traced it with x64 on "
+            "(a lazily built table, a cache), and its trace with x64 off reused them")
+    if checked:
+        return (f"{what}; the two traces are the same program through them, so the narrowed x64 program runs (how "
+                "those arrays were computed was traced once, with x64 on) [trace-shared-state]")
+    place = f"{difference.primitive} (line {difference.location or 'unknown'})"
+    return (f"{what}, so x32 JAX's program cannot be traced here and the two traces differ from {place} on. "
+            "x64guard runs the narrowed x64 program without the check that it is x32 JAX's: code that decides by "
+            "jax_enable_x64 or by the dtype while tracing would run its 64-bit choice in 32 bits. Build such arrays "
+            "before the first call (or pass them as arguments) to restore the check [trace-shared-state]")
+
+
+def trace_failed_message(error: BaseException, line: str, ran_x32: bool) -> str:
+    """What a trace-failed finding says: the x64 trace raised `error` at `line`, x32's did not."""
+    first = (str(error).strip().splitlines() or [""])[0][:300]
+    what = ("x64guard runs the x32 program (JAX's trace with x64 off: x32 JAX's answer)" if ran_x32 else
+            "there is no x64 program to narrow; mode 'warn' runs x32 JAX's program instead")
+    return (f"{user_place()}: the function cannot be traced with x64 on: {type(error).__name__} at {line}: {first} "
+            "(code that mixes 64-bit values, such as jax.random.categorical's int64 result, with 32-bit ones "
+            f"where JAX requires equal types); with x64 off it traces, so {what} [trace-failed]")
 
 
 # JAX's lowering errors name the op and its source: `'stablehlo.add' op requires ...` and

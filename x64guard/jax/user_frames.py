@@ -64,3 +64,14 @@ def warn_at_user_line(message: str) -> None:
 def narrow_at_user_line(module, **kwargs) -> NarrowResult:
     return _user_line.call_at_user_line(narrow, (module,), kwargs, excluded_source_dirs())
 
+
+
+def raising_line(error: BaseException) -> str:
+    """'file:line (function)' of the innermost frame of `error`'s traceback outside x64guard
+    and JAX (the library or user line whose JAX call raised), '?' when there is none."""
+    import traceback
+
+    excluded = (_user_line.PACKAGE_DIR, *excluded_source_dirs())
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not f.filename.startswith(excluded) and not f.filename.startswith("<frozen")]
+    return f"{frames[-1].filename}:{frames[-1].lineno} ({frames[-1].name})" if frames else "?"

@@ -40,6 +40,9 @@ class Program:
     refusal: Refusal | None = None
     # Takes more than ~5 s in the child (compile-heavy): marked `slow` in pytest.
     slow: bool = False
+    # The X64GuardWarnings its call emits where that is not the narrowing summary plus the
+    # lossy changes it announces (or none where x32 JAX's program runs): test_ecosystem.py.
+    warnings: int | None = None
 
     def __repr__(self) -> str:  # short pytest ids and messages
         return f"Program({self.name!r})"
@@ -52,9 +55,9 @@ class Registry:
         self.library = library
         self.programs: list[Program] = []
 
-    def program(self, name: str, what: str, *, refusal: Refusal | None = None,
-                slow: bool = False) -> Callable[[Callable[[], Built]], Callable[[], Built]]:
+    def program(self, name: str, what: str, *, refusal: Refusal | None = None, slow: bool = False,
+                warnings: int | None = None) -> Callable[[Callable[[], Built]], Callable[[], Built]]:
         def add(build: Callable[[], Built]) -> Callable[[], Built]:
-            self.programs.append(Program(name, self.library, build, what, refusal, slow))
+            self.programs.append(Program(name, self.library, build, what, refusal, slow, warnings))
             return build
         return add
