@@ -178,16 +178,18 @@ _LITERAL = np.array([-0.99999999999999977])  # == -(1 - finfo(float64).eps)
 
 
 @pytest.mark.parametrize("width", [np.float32, np.float64])
-def test_literal_equal_to_finfo_expression_gives_x32_bits(width):
+def test_literal_equal_to_finfo_expression_gives_x32_bits(width, caplog):
     assert _LITERAL[0] == -(1 - np.finfo(np.float64).eps)
     f = lambda x: x * _LITERAL[0]  # noqa: E731
     x = np.array([3.0, 3.0, 0.5], np.float32)
     want = _x32(f, x)
-    with oracle.x64(True), warnings.catch_warnings(record=True) as caught:
+    with (oracle.x64(True), warnings.catch_warnings(record=True) as caught,
+          caplog.at_level(logging.INFO, logger="x64guard")):
         warnings.simplefilter("always")
         got = x64guard.jit(f)(x.astype(width))
     assert _same(got, want), (got, want)
-    messages = [str(w.message) for w in caught if isinstance(w.message, x64guard.X64GuardWarning)]
+    assert not [str(w.message) for w in caught if isinstance(w.message, x64guard.X64GuardWarning)]
+    messages = [r.getMessage() for r in caplog.records if r.name == "x64guard"]
     assert len(messages) == 1 and "[dtype-constant]" in messages[0] and "plain rounding" in messages[0], messages
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import traceback
 import warnings
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -33,9 +32,9 @@ from x64guard.jax.callbacks import callbacks_at_32_bits
 from x64guard.jax.inputs import narrow_aval, narrow_dtype, narrowed_spec, widened_spec
 from x64guard.jax.program import CompileAhead, Program
 from x64guard.jax.trace_check import (CrossCheck, constants_from_x64_trace, cross_check, identity_convert_finding,
-                                      kept_state_message, matched_constant_message, not_lowered_message,
-                                      trace_differs_message, trace_failed_message, trace_x32)
-from x64guard.jax.user_frames import narrow_at_user_line, raising_line, replay_at_user_line, warn_at_user_line
+                                      matched_constant_message, not_lowered_message, trace_differs_message, trace_x32)
+from x64guard.jax.user_frames import (narrow_at_user_line, raising_line, replay_at_user_line, user_place,
+                                      warn_at_user_line)
 from x64guard.modes import Mode
 from x64guard.passes.tables import CONSTANT_OPS, DEFAULT_TARGET
 
@@ -135,6 +134,10 @@ def _build(call: Call, specs: list, mode: Mode, compile_ahead: bool) -> tuple[Ch
         del traced, check, narrowed, ahead, traced32
         _private.release_traces(owner._traced_fun)
         traced32 = trace_x32(owner._jit_traced, owner._statics, call.in_tree, specs, call.static)
+        if _private.closed_over_tracers(traced32):  # this third run reused arrays the second kept
+            message = kept_state_message(len(_private.closed_over_tracers(traced32)), None, checked=False)
+            raise X64GuardError(f"x64guard.jit: {message}", [Finding(Kind.TRACE_SHARED_STATE, "error", "trace",
+                                                                     user_place(), message)])
     return x32_program(owner, traced32, choice.fallback, mode), specs
 
 
@@ -184,9 +187,8 @@ def _x64_trace_failed(call: Call, specs: list, error: Exception, mode: Mode) -> 
     it); where it does not, the x64 trace's error is raised, as before."""
     owner = call.owner
     line, name = raising_line(error), type(error).__name__
-    # The failed traces' frames may hold conversions of closed-over NumPy arrays at 64 bits
-    # (jaxlib's cache, _private.release_traces): freed before the x32 trace.
-    traceback.clear_frames(error.__traceback__)
+    # What the failed traces made (conversions of closed-over NumPy arrays at 64 bits,
+    # jaxlib's cache: _private.release_traces) is collected before the x32 trace.
     _private.release_traces(owner._traced_fun)
     try:
         traced32 = trace_x32(owner._jit_traced, owner._statics, call.in_tree, specs, call.static)
@@ -240,8 +242,8 @@ def _choose(owner: "NarrowedFunction", traced, check: CrossCheck, narrowed, ahea
         # traces being equal, x32 JAX's trace holds its plain rounding: a literal
         # that happens to equal the expression (TFP's owens_t coefficient
         # -0.99999999999999977 = -(1 - eps)), or a constant a lowering rule made.
-        # x32's program is right in both cases.
-        return RunX32(dataclasses.replace(matched[0], severity="warning",
+        # x32's program is right in both cases (said at INFO, as any run of x32's program).
+        return RunX32(dataclasses.replace(matched[0], severity="info",
                                           message=matched_constant_message(matched[0])))
     kept = _kept_state_finding(check, mode)
     if difference is not None and kept is None:  # mode error, and the narrowing itself passed
@@ -366,3 +368,31 @@ def x32_program(owner: "NarrowedFunction", traced32, fallback: Finding, mode: Mo
     result.findings.append(fallback)
     report(owner, fallback)
     return Chosen(traced32, lowered, convention, result, None)
+
+
+def kept_state_message(count: int, difference, checked: bool) -> str:
+    """What a trace-shared-state finding says: the x32 trace reused `count` arrays the x64
+    trace built; compared through them (`checked`) or not comparable (`difference`)."""
+    what = (f"{user_place()}: the function kept {count} array(s) it built while x64guard.jit traced it (a lazily "
+            "built table, a cache), and its next trace (with x64 off) reused them")
+    if checked:
+        return (f"{what}; the two traces are the same program through them, so the narrowed x64 program runs (how "
+                "those arrays were computed was traced once, with x64 on) [trace-shared-state]")
+    if difference is None:  # x32's program was to run, and its trace, made again, reused them
+        return (f"{what}, so x32 JAX's program, which is to run here, cannot be traced: refused. Build such "
+                "arrays before the first call, or pass them as arguments [trace-shared-state]")
+    place = f"{difference.primitive} (line {difference.location or 'unknown'})"
+    return (f"{what}, so x32 JAX's program cannot be traced here and the two traces differ from {place} on. "
+            "x64guard runs the narrowed x64 program without the check that it is x32 JAX's: code that decides by "
+            "jax_enable_x64 or by the dtype while tracing would run its 64-bit choice in 32 bits. Build such arrays "
+            "before the first call (or pass them as arguments) to restore the check [trace-shared-state]")
+
+
+def trace_failed_message(error: BaseException, line: str, ran_x32: bool) -> str:
+    """What a trace-failed finding says: the x64 trace raised `error` at `line`, x32's did not."""
+    first = (str(error).strip().splitlines() or [""])[0][:300]
+    what = ("x64guard runs the x32 program (JAX's trace with x64 off: x32 JAX's answer)" if ran_x32 else
+            "there is no x64 program to narrow; mode 'warn' runs x32 JAX's program instead")
+    return (f"{user_place()}: the function cannot be traced with x64 on: {type(error).__name__} at {line}: {first} "
+            "(code that mixes 64-bit values, such as jax.random.categorical's int64 result, with 32-bit ones "
+            f"where JAX requires equal types); with x64 off it traces, so {what} [trace-failed]")

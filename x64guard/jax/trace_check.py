@@ -48,9 +48,8 @@ class CrossCheck(NamedTuple):
     converts32: tuple            # ... and in the x32 trace
     converts_in_lowerings: tuple  # library primitives whose two lowerings differ only by identity converts
     merged_widths: tuple         # x64 equations whose distinct operand dtypes narrow to one (float32 @ float64)
-    # Values of the x64 trace the x32 trace reused (tracers the function kept from its first
-    # run: a lazily built table, a cache). The x32 trace is then not x32 JAX's program and
-    # cannot run; it is compared with those values bound to the x64 trace's own.
+    # x64 trace values (tracers) the function kept and its x32 trace reused (a lazy table, a
+    # cache): that trace cannot run; it is compared with them bound to the x64 trace's own.
     kept: tuple = ()
 
 
@@ -195,9 +194,8 @@ def first_trace_difference(closed64, closed32, narrow_dtype, same_lowering: "Cal
     list, given to receive the x64 trace's equations whose operands have distinct dtypes
     that narrowing makes one (a float32 @ float64 dot_general: its lowering converts
     operands to one type, which narrowed is a convert to the same type x32 JAX's lacks).
-    `lifted32`: the x64 jaxpr's variables that the x32 jaxpr's leading inputs stand for
-    (values of the x64 trace the function kept and its x32 trace reused); each must be an
-    input or constant of the x64 jaxpr, else the traces differ."""
+    `lifted32`: the x64 jaxpr's inputs or constants the x32 jaxpr's leading inputs stand for
+    (`CrossCheck.kept`); any other variable there is a difference."""
     comparison = _TraceComparison(narrow_dtype, same_lowering, skipped_converts, merged_widths)
     try:
         comparison.compare_closed(closed64, closed32, lifted32)
@@ -296,8 +294,8 @@ class _TraceComparison:
             self.differs(eqns64[-1] if eqns64 else None, eqns32[-1] if eqns32 else None)
 
     def _bind_inputs(self, j64, j32, consts64, consts32, lifted32=()) -> tuple[dict, dict]:
-        """Each jaxpr's environment: its inputs by position, its constants by value; the x32
-        jaxpr's first len(lifted32) inputs as the x64 jaxpr's variables they stand for."""
+        """Each jaxpr's environment: its inputs by position, its constants by value, the x32
+        jaxpr's first len(lifted32) inputs as the x64 variables they stand for."""
         env64, env32 = {}, {}
         invars32 = j32.invars[len(lifted32):]
         if len(j64.invars) != len(invars32):
@@ -308,12 +306,8 @@ class _TraceComparison:
             env64[a] = self.value_key(consts64[i], a.aval) if i < len(consts64) else ("const", i)
         for i, b in enumerate(j32.constvars):
             env32[b] = self.value_key(consts32[i], b.aval) if i < len(consts32) else ("const", i)
-        for b, a in zip(j32.invars, lifted32):
-            key = self.value_key(a.val, a.aval) if isinstance(a, self.jax.Literal) else \
-                env64.get(a) if isinstance(a, self.jax.Var) else None
-            if key is None:  # a value the x64 trace computed: its computation has no x32 counterpart
-                self.differs(j64.eqns[0] if j64.eqns else None, j32.eqns[0] if j32.eqns else None)
-            env32[b] = key
+        for b, a in zip(j32.invars, lifted32):  # a value the x64 trace computed has no key: differs where used
+            env32[b] = self.atom_key(env64, a)
         return env64, env32
 
     def _kept(self, jaxpr, env: dict, side: int) -> list:
@@ -422,31 +416,6 @@ def trace_differs_message(difference, ran_x32: bool) -> str:
             f"jax_enable_x64 or by the dtype while tracing), first at {difference.primitive} (library line "
             f"{difference.location or 'unknown'}): x64 trace `{difference.x64}`, x32 trace `{difference.x32}`; "
             f"{what} [trace-differs]")
-
-
-def kept_state_message(count: int, difference, checked: bool) -> str:
-    """What a trace-shared-state finding says: the x32 trace reused `count` arrays the x64
-    trace built; compared through them (`checked`) or not comparable (`difference`)."""
-    what = (f"{user_place()}: the function kept {count} array(s) it built while x64guard.jit traced it with x64 on "
-            "(a lazily built table, a cache), and its trace with x64 off reused them")
-    if checked:
-        return (f"{what}; the two traces are the same program through them, so the narrowed x64 program runs (how "
-                "those arrays were computed was traced once, with x64 on) [trace-shared-state]")
-    place = f"{difference.primitive} (line {difference.location or 'unknown'})"
-    return (f"{what}, so x32 JAX's program cannot be traced here and the two traces differ from {place} on. "
-            "x64guard runs the narrowed x64 program without the check that it is x32 JAX's: code that decides by "
-            "jax_enable_x64 or by the dtype while tracing would run its 64-bit choice in 32 bits. Build such arrays "
-            "before the first call (or pass them as arguments) to restore the check [trace-shared-state]")
-
-
-def trace_failed_message(error: BaseException, line: str, ran_x32: bool) -> str:
-    """What a trace-failed finding says: the x64 trace raised `error` at `line`, x32's did not."""
-    first = (str(error).strip().splitlines() or [""])[0][:300]
-    what = ("x64guard runs the x32 program (JAX's trace with x64 off: x32 JAX's answer)" if ran_x32 else
-            "there is no x64 program to narrow; mode 'warn' runs x32 JAX's program instead")
-    return (f"{user_place()}: the function cannot be traced with x64 on: {type(error).__name__} at {line}: {first} "
-            "(code that mixes 64-bit values, such as jax.random.categorical's int64 result, with 32-bit ones "
-            f"where JAX requires equal types); with x64 off it traces, so {what} [trace-failed]")
 
 
 # JAX's lowering errors name the op and its source: `'stablehlo.add' op requires ...` and
