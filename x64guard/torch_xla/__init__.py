@@ -6,6 +6,7 @@
     x64guard.torch_xla.to_device(model_or_batch)          # 64-bit data narrowed on the host, then moved
     x64guard.torch_xla.sync(model, optimizer, loss)       # a lazy-tensor step, narrowed
     x64guard.torch_xla.sync()                             # the drop-in for torch_xla.sync()
+    x64guard.torch_xla.NarrowingDeviceLoader(loader)      # MpDeviceLoader, batches narrowed on the host
 
 How a graph runs: torch-xla traces it lazily at full width and lowers it to StableHLO
 (`_get_stablehlo`, the lowering itself, not a serialized portable artifact); the front end
@@ -69,9 +70,10 @@ from x64guard.torch_xla.exported import NarrowedProgram, narrow_exported  # noqa
 from x64guard.torch_xla.failures import TorchXlaFailure  # noqa: E402
 from x64guard.torch_xla.reads import GuardedTensor  # noqa: E402
 from x64guard.torch_xla.lazy import _LAZY_PROGRAMS, step, sync  # noqa: E402
+from x64guard.torch_xla.loader import NarrowingDeviceLoader  # noqa: E402
 
 __all__ = ["backend", "compile", "narrow_exported", "to_device", "sync", "step", "NarrowedProgram", "NARROW_DTYPE",
-           "counters", "TorchXlaFailure", "GuardedTensor"]
+           "counters", "TorchXlaFailure", "GuardedTensor", "NarrowingDeviceLoader"]
 
 _outside.start_lazy_count()
 _outside.arm()

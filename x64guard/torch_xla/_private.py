@@ -445,3 +445,11 @@ def torch_dynamo_callback_handler():
     from torch._dynamo.callback import callback_handler
 
     return callback_handler
+
+
+# seen in torch-xla 2.9.0: torch_xla.distributed.parallel_loader.ParallelLoader._exception_queue
+def parallel_loader_error(parallel) -> "BaseException | None":
+    """The exception a ParallelLoader's transfer thread stopped on (its per-device loader
+    raises it the same way at the end of the stream), or None."""
+    errors = getattr(parallel, "_exception_queue", None)
+    return None if errors is None or errors.empty() else errors.get()
