@@ -453,3 +453,9 @@ def parallel_loader_error(parallel) -> "BaseException | None":
     raises it the same way at the end of the stream), or None."""
     errors = getattr(parallel, "_exception_queue", None)
     return None if errors is None or errors.empty() else errors.get()
+
+
+# seen in torch-xla 2.9.0: torch_xla._XLAC._xla_get_cpu_tensors (what xm._maybe_convert_to_cpu calls)
+def cpu_tensors(tensors: Sequence) -> list:
+    """XLA tensors read back to the host in one transfer (one wait, not one per tensor)."""
+    return list(_xlac()._xla_get_cpu_tensors(list(tensors)))

@@ -23,13 +23,14 @@ from x64guard.torch_xla import reads as _reads
 from x64guard.torch_xla import share as _share
 from x64guard.torch_xla.base import _COUNTERS, NARROW_DTYPE, _device, excluded_source_dirs
 from x64guard.torch_xla.boundary import _BOUNDARY, _ID_TENSOR, _narrow_alias, held_over
+from x64guard.torch_xla.constants import narrowed_constants
 from x64guard.torch_xla.failures import _narrow_module, _refusal, _torch_xla_failures
 from x64guard.torch_xla.lowering import ScalarUse, _read_lowering, scalar_input, scalar_uses
 from x64guard.torch_xla.overflow import guard
 from x64guard.torch_xla.program import _Program
 from x64guard.torch_xla.rng import RngStates
 from x64guard.torch_xla.source import StackSourceMap
-from x64guard.torch_xla.tracing import _TRACE_LOCK, _constant_input, _rng_words
+from x64guard.torch_xla.tracing import _TRACE_LOCK, _rng_words
 
 
 @dataclasses.dataclass
@@ -265,17 +266,15 @@ def _sync_tensors(tensors: list[_SyncTarget], resolved: Mode, policy: str, devic
         if lazy is None:    # (looked up under the trace lock: two threads do not compile one graph twice)
             lazy = _compile_lazy(pending, ids, values, resolved, policy, device)
             _LAZY_PROGRAMS.put(key, lazy)
-        inputs = []
-        for k, value in enumerate(values):
-            if k == lazy.seed_index:
-                continue
-            dtype, scalar = lazy.dtypes[len(inputs)], lazy.scalars.get(len(inputs))
-            if value.dtype is dtype:
-                inputs.append(value)
-            elif scalar is not None:
-                inputs.append(scalar_input(value, dtype, scalar, device))
-            else:
-                inputs.append(_constant_input(value, dtype, "an input of the lazy graph", device, "error"))
+        taken = [value for k, value in enumerate(values) if k != lazy.seed_index]
+        dtypes = lazy.dtypes[:len(taken)]
+        # sentinel scalars (lowering.scalar_input) are narrowed by their own rule; the other
+        # 64-bit constants in one readback, cached per device buffer (constants.py)
+        inputs = narrowed_constants(taken, [v.dtype if j in lazy.scalars else d for j, (v, d) in
+                                            enumerate(zip(taken, dtypes))], "an input of the lazy graph", device)
+        for j, scalar in lazy.scalars.items():
+            if j < len(taken) and taken[j].dtype is not dtypes[j]:
+                inputs[j] = scalar_input(taken[j], dtypes[j], scalar, device)
         if lazy.rng is not None:
             inputs.append(_rng_words(lazy.rng, device, device_str))
         ordered = [inputs[k] for k in lazy.program.order]

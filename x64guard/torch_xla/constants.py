@@ -1,0 +1,53 @@
+"""64-bit device data a lazy graph takes that no step input owns (torch-xla's scalars and
+the small int64 index tables some of its lowerings upload), narrowed on the host for every
+call of a lazy program: read back in one transfer, not one per tensor, and a narrowed copy
+kept per device buffer, so that torch-xla's cached scalars are read back once."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Sequence
+
+import torch
+
+from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla.boundary import _narrow_on_host
+
+# Entries hold the device data they narrowed, so that its buffer, whose address is the key,
+# cannot be freed and reused by other data while the entry lives. Bounded: the index tables
+# torch-xla uploads afresh on every step pass through without piling up.
+_LIMIT = 256
+_NARROWED: "OrderedDict[str, tuple[torch.Tensor, torch.Tensor]]" = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def narrowed_constants(values: Sequence[torch.Tensor], dtypes: Sequence[torch.dtype], where: str,
+                       device: torch.device) -> list[torch.Tensor]:
+    """`values` (XLA device data) as `dtypes`: each 64-bit one narrowed on the host, range-
+    checked (a value that does not fit raises, never wraps), then sent back as device data."""
+    results: list = list(values)
+    missing = []
+    with _LOCK:
+        for k, (value, dtype) in enumerate(zip(values, dtypes)):
+            if value.dtype is dtype:
+                continue
+            key = _xc.data_id(value)
+            entry = _NARROWED.get(key)
+            if entry is not None and entry[1].dtype is dtype:
+                _NARROWED.move_to_end(key)
+                results[k] = entry[1]
+            else:
+                missing.append((k, key, value, dtype))
+    if not missing:
+        return results
+    hosted = _xc.cpu_tensors([value for _, _, value, _ in missing])
+    with _xc.device_data_transfers():
+        narrowed = [_narrow_on_host(host, dtype, where).to(device) for host, (_, _, _, dtype) in zip(hosted, missing)]
+    with _LOCK:
+        for (k, key, value, _), moved in zip(missing, narrowed):
+            results[k] = moved
+            _NARROWED[key] = (value, moved)
+        while len(_NARROWED) > _LIMIT:
+            _NARROWED.popitem(last=False)
+    return results
