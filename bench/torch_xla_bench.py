@@ -23,6 +23,9 @@ narrowed.
       labels on the device), forward and backward through the backend (AOTAutograd on
       both sides), SGD outside, torch_xla.sync() after each step. Target:
       x64guard / openxla <= 1.10.
+  (i)-(l) a tiny Falcon's training steps: backend and lazy loop against torch-xla's, the
+      lazy sync's own overhead, fresh int64 tokens through the device loaders:
+      bench/torch_xla_steps.py.
   (g) a recompile and (h) the first training step (backend and lazy loop), each side in
       fresh processes: bench/torch_xla_first_steps.py. Target for (g): <= 1.2.
 
@@ -46,6 +49,7 @@ os.environ.setdefault("PJRT_DEVICE", "CPU")
 
 _ROOT = Path(__file__).resolve().parent.parent
 from bench import torch_xla_first_steps as first_steps  # noqa: E402
+from bench import torch_xla_steps as falcon_steps  # noqa: E402
 
 # (Not bench/torch_xla.py: run as a script, a file's folder is first on sys.path, and a
 # file of that name would shadow the torch_xla package for every import after it.)
@@ -176,6 +180,7 @@ def run(runs: int) -> dict:
     figures["e_float32_mlp"] = {"openxla_us": best["openxla"] * 1e6, "x64guard_us": best["x64guard"] * 1e6,
                                 "ratio": best["x64guard"] / best["openxla"]}
     figures["f_training_step"] = _training_step(max(TRAIN_LOOPS, runs))
+    figures["ijkl_falcon_steps"] = falcon_steps.run(max(runs, TRAIN_LOOPS))
     figures["gh_compile_steps"] = _compile_steps(runs)
     figures["counters"] = xt.counters()
     figures["met"] = figures["a_same_tokens"]["ratio"] <= TARGET_STEADY
@@ -204,6 +209,8 @@ def run(runs: int) -> dict:
     print(f"(d) first call: openxla {first['openxla'] * 1e3:.0f} ms, x64guard {first['x64guard'] * 1e3:.0f} ms; "
           f"greedy tokens equal: {'yes' if same_tokens else 'NO'}, max |logit difference| {max_diff:.1e} "
           f"(float32 against float64)")
+    for line in falcon_steps.report(figures["ijkl_falcon_steps"]):
+        print(line)
     for line in first_steps.report(figures["gh_compile_steps"]):
         print(line)
     figures["section_s"] = time.perf_counter() - start_section
@@ -279,6 +286,7 @@ def summary(figures: dict) -> list[str]:
         f"  (f) training step (GPT-2)  x64guard {figures['f_training_step']['x64guard_ms']:.1f} ms  openxla "
         f"{figures['f_training_step']['openxla_ms']:.1f} ms  ratio {figures['f_training_step']['ratio']:.2f}  "
         f"target <= {TARGET_TRAINING}  {_met(figures['training_met'])}",
+        *("  " + line for line in falcon_steps.report(figures["ijkl_falcon_steps"])),
         *("  " + line for line in first_steps.report(figures["gh_compile_steps"])),
     ]
 

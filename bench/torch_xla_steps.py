@@ -143,6 +143,7 @@ def run(loops: int) -> dict:
 
     import x64guard
 
+    load = os.getloadavg()[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", x64guard.X64GuardWarning)
         backend = _interleaved(_backend_sides(fresh=False), loops)
@@ -152,6 +153,7 @@ def run(loops: int) -> dict:
     best_in_sync = {name: min(t[1]) for name, t in lazy.items()}
     figures = {"model": f"Falcon {CONFIG['num_hidden_layers']} layers d={CONFIG['hidden_size']}, "
                         f"{BATCH}x{LENGTH} tokens", "steps_per_loop": STEPS, "loops": loops,
+               "load_average": (load, os.getloadavg()[0]),
                "i_backend": _ratio(backend, "x64guard", "openxla"),
                "j_lazy": _ratio(lazy, "x64guard.sync", "torch_xla.sync"),
                "k_sync_overhead_ms": (in_sync["x64guard.sync"] - in_sync["torch_xla.sync"]) * 1e3,
@@ -178,7 +180,8 @@ def report(figures: dict) -> list[str]:
                 f"(of medians {f['ratio_of_medians']:.3f})  target <= {target}  {_met(ok)}")
 
     return [f"    training steps, {figures['model']}, {figures['steps_per_loop']} steps a loop, best of "
-            f"{figures['loops']} loops, sides interleaved (per step); load average {os.getloadavg()[0]:.1f}",
+            f"{figures['loops']} loops, sides interleaved (per step); load average {figures['load_average'][0]:.1f} at the start, "
+            f"{figures['load_average'][1]:.1f} at the end",
             line("(i) backend vs openxla:           ", i, TARGET_STEP, met["i"]),
             line("(j) lazy, xt.sync() vs torch_xla: ", j, TARGET_STEP, met["j"]),
             f"(k) sync()'s own overhead: {figures['k_sync_overhead_ms']:.2f} ms per step (medians; best "
