@@ -14,7 +14,8 @@ bench/torch_xla_bench.py; alone: `python -m bench.torch_xla_steps [loops]`):
 
 Each side starts from the same weights; ids are int64 on the host as a tokenizer gives them,
 moved with `x64guard.torch_xla.to_device` on x64guard's side and `.to(device)` on torch-xla's.
-Best and median of the loops' mean step times.
+Best and median of the loops' mean step times (wall; the targets), and the same ratios of the
+process's CPU time (all its threads), which other jobs on a loaded machine move less.
 """
 
 from __future__ import annotations
@@ -63,18 +64,20 @@ def _step(model, optimizer, batch, sync) -> float:
 
 
 def _interleaved(sides: dict, loops: int) -> dict:
-    """{side: (per-step seconds of each loop, per-step seconds in sync of each loop)}, the
+    """{side: (per-step seconds of each loop, per-step seconds in sync of each loop, per-step
+    CPU seconds of the process, all its threads, of each loop: less moved by other jobs)}, the
     sides' loops alternating. A side is a function running STEPS steps, giving those two."""
     for run in sides.values():
         run(WARMUP)
-    times = {name: ([], []) for name in sides}
+    times = {name: ([], [], []) for name in sides}
     for _ in range(loops):
         for name, run in sides.items():
             gc.collect()
-            begin = time.perf_counter()
+            begin, begin_cpu = time.perf_counter(), time.process_time()
             in_sync = run(STEPS)
             times[name][0].append((time.perf_counter() - begin) / STEPS)
             times[name][1].append(in_sync / STEPS)
+            times[name][2].append((time.process_time() - begin_cpu) / STEPS)
     return times
 
 
@@ -83,7 +86,9 @@ def _ratio(times: dict, ours: str, theirs: str) -> dict:
     median = {name: statistics.median(t[0]) for name, t in times.items()}
     return {"ours_ms": best[ours] * 1e3, "theirs_ms": best[theirs] * 1e3, "ratio": best[ours] / best[theirs],
             "ratio_of_medians": median[ours] / median[theirs],
-            "ours_median_ms": median[ours] * 1e3, "theirs_median_ms": median[theirs] * 1e3}
+            "ours_median_ms": median[ours] * 1e3, "theirs_median_ms": median[theirs] * 1e3,
+            "cpu_ratio": min(times[ours][2]) / min(times[theirs][2]),
+            "cpu_ratio_of_medians": statistics.median(times[ours][2]) / statistics.median(times[theirs][2])}
 
 
 def _backend_sides(fresh: bool) -> dict:
@@ -177,7 +182,8 @@ def report(figures: dict) -> list[str]:
 
     def line(label, f, target, ok):
         return (f"{label} x64guard {f['ours_ms']:6.1f} ms  torch-xla {f['theirs_ms']:6.1f} ms  ratio {f['ratio']:.3f} "
-                f"(of medians {f['ratio_of_medians']:.3f})  target <= {target}  {_met(ok)}")
+                f"(of medians {f['ratio_of_medians']:.3f}; CPU time {f['cpu_ratio']:.3f}, of medians "
+                f"{f['cpu_ratio_of_medians']:.3f})  target <= {target}  {_met(ok)}")
 
     return [f"    training steps, {figures['model']}, {figures['steps_per_loop']} steps a loop, best of "
             f"{figures['loops']} loops, sides interleaved (per step); load average {figures['load_average'][0]:.1f} at the start, "
