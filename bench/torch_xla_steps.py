@@ -52,7 +52,10 @@ def _host_batches(count: int, seed: int) -> list:
             for ids in (torch.randint(3, VOCAB, (BATCH, LENGTH), generator=generator) for _ in range(count))]
 
 
-def _step(model, optimizer, batch, sync) -> float:
+_LAST_LOSS: dict = {}   # side -> its latest loss tensor (read after the timed loops)
+
+
+def _step(model, optimizer, batch, sync, side: str) -> float:
     """One training step; the seconds spent in `sync`."""
     loss = model(**batch, use_cache=False).loss
     loss.backward()
@@ -60,7 +63,16 @@ def _step(model, optimizer, batch, sync) -> float:
     optimizer.zero_grad()
     begin = time.perf_counter()
     sync()
-    return time.perf_counter() - begin
+    elapsed = time.perf_counter() - begin
+    _LAST_LOSS[side] = loss
+    return elapsed
+
+
+def _same_losses(sides: dict) -> bool:
+    """Whether the sides' latest losses agree (each side ran the same steps on the same
+    batches from the same weights, all at float32)."""
+    losses = [float(_LAST_LOSS.pop(name).detach()) for name in sides]
+    return all(abs(v - losses[0]) <= 1e-4 * abs(losses[0]) for v in losses)
 
 
 def _interleaved(sides: dict, loops: int) -> dict:
@@ -78,17 +90,19 @@ def _interleaved(sides: dict, loops: int) -> dict:
             times[name][0].append((time.perf_counter() - begin) / STEPS)
             times[name][1].append(in_sync / STEPS)
             times[name][2].append((time.process_time() - begin_cpu) / STEPS)
+    times["same_losses"] = _same_losses(sides)
     return times
 
 
 def _ratio(times: dict, ours: str, theirs: str) -> dict:
-    best = {name: min(t[0]) for name, t in times.items()}
-    median = {name: statistics.median(t[0]) for name, t in times.items()}
+    best = {name: min(times[name][0]) for name in (ours, theirs)}
+    median = {name: statistics.median(times[name][0]) for name in (ours, theirs)}
     return {"ours_ms": best[ours] * 1e3, "theirs_ms": best[theirs] * 1e3, "ratio": best[ours] / best[theirs],
             "ratio_of_medians": median[ours] / median[theirs],
             "ours_median_ms": median[ours] * 1e3, "theirs_median_ms": median[theirs] * 1e3,
             "cpu_ratio": min(times[ours][2]) / min(times[theirs][2]),
-            "cpu_ratio_of_medians": statistics.median(times[ours][2]) / statistics.median(times[theirs][2])}
+            "cpu_ratio_of_medians": statistics.median(times[ours][2]) / statistics.median(times[theirs][2]),
+            "same_losses": times["same_losses"]}
 
 
 def _backend_sides(fresh: bool) -> dict:
@@ -111,9 +125,9 @@ def _backend_sides(fresh: bool) -> dict:
         batch = xt.to_device(fixed) if name == "x64guard" else {k: v.to(device) for k, v in fixed.items()}
         loader = xt.NarrowingDeviceLoader if name == "x64guard" else (lambda b: MpDeviceLoader(b, device))
 
-        def run(count, compiled=compiled, optimizer=optimizer, batch=batch, loader=loader) -> float:
+        def run(count, compiled=compiled, optimizer=optimizer, batch=batch, loader=loader, name=name) -> float:
             batches = loader(_host_batches(count, 1)) if fresh else [batch] * count
-            return sum(_step(compiled, optimizer, b, torch_xla.sync) for b in batches)
+            return sum(_step(compiled, optimizer, b, torch_xla.sync, name) for b in batches)
 
         sides[name] = run
     return sides
@@ -136,7 +150,7 @@ def _lazy_sides() -> dict:
 
         def run(count, model=model, optimizer=optimizer, sync=sync, name=name) -> float:
             batch = xt.to_device(fixed) if name == "x64guard.sync" else {k: v.to(device) for k, v in fixed.items()}
-            return sum(_step(model, optimizer, batch, sync) for _ in range(count))
+            return sum(_step(model, optimizer, batch, sync, name) for _ in range(count))
 
         sides[name] = run
     return sides
@@ -154,8 +168,9 @@ def run(loops: int) -> dict:
         backend = _interleaved(_backend_sides(fresh=False), loops)
         lazy = _interleaved(_lazy_sides(), loops)
         fresh = _interleaved(_backend_sides(fresh=True), loops)
-    in_sync = {name: statistics.median(t[1]) for name, t in lazy.items()}
-    best_in_sync = {name: min(t[1]) for name, t in lazy.items()}
+    sides = ("x64guard.sync", "torch_xla.sync")
+    in_sync = {name: statistics.median(lazy[name][1]) for name in sides}
+    best_in_sync = {name: min(lazy[name][1]) for name in sides}
     figures = {"model": f"Falcon {CONFIG['num_hidden_layers']} layers d={CONFIG['hidden_size']}, "
                         f"{BATCH}x{LENGTH} tokens", "steps_per_loop": STEPS, "loops": loops,
                "load_average": (load, os.getloadavg()[0]),
@@ -183,7 +198,8 @@ def report(figures: dict) -> list[str]:
     def line(label, f, target, ok):
         return (f"{label} x64guard {f['ours_ms']:6.1f} ms  torch-xla {f['theirs_ms']:6.1f} ms  ratio {f['ratio']:.3f} "
                 f"(of medians {f['ratio_of_medians']:.3f}; CPU time {f['cpu_ratio']:.3f}, of medians "
-                f"{f['cpu_ratio_of_medians']:.3f})  target <= {target}  {_met(ok)}")
+                f"{f['cpu_ratio_of_medians']:.3f})  target <= {target}  {_met(ok)}; losses equal: "
+                f"{'yes' if f['same_losses'] else 'NO'}")
 
     return [f"    training steps, {figures['model']}, {figures['steps_per_loop']} steps a loop, best of "
             f"{figures['loops']} loops, sides interleaved (per step); load average {figures['load_average'][0]:.1f} at the start, "
