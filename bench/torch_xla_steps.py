@@ -68,11 +68,14 @@ def _step(model, optimizer, batch, sync, side: str) -> float:
     return elapsed
 
 
-def _same_losses(sides: dict) -> bool:
-    """Whether the sides' latest losses agree (each side ran the same steps on the same
-    batches from the same weights, all at float32)."""
-    losses = [float(_LAST_LOSS.pop(name).detach()) for name in sides]
-    return all(abs(v - losses[0]) <= 1e-4 * abs(losses[0]) for v in losses)
+def _latest_losses(sides: dict) -> dict:
+    """The sides' latest losses (each side ran the same steps on the same batches from the
+    same weights, all at float32: they agree up to float32 rounding, which grows over the
+    steps: on one repeated batch, torch-xla's own lazy and openxla steps drift from eager
+    PyTorch's losses (6.3632 against eager's 6.3786 after 30 steps, measured), x64guard's
+    steps gave eager's to six digits; so the report shows both, and `same_losses` holds
+    for short runs only)."""
+    return {name: float(_LAST_LOSS.pop(name).detach()) for name in sides}
 
 
 def _interleaved(sides: dict, loops: int) -> dict:
@@ -90,7 +93,7 @@ def _interleaved(sides: dict, loops: int) -> dict:
             times[name][0].append((time.perf_counter() - begin) / STEPS)
             times[name][1].append(in_sync / STEPS)
             times[name][2].append((time.process_time() - begin_cpu) / STEPS)
-    times["same_losses"] = _same_losses(sides)
+    times["losses"] = _latest_losses(sides)
     return times
 
 
@@ -102,7 +105,8 @@ def _ratio(times: dict, ours: str, theirs: str) -> dict:
             "ours_median_ms": median[ours] * 1e3, "theirs_median_ms": median[theirs] * 1e3,
             "cpu_ratio": min(times[ours][2]) / min(times[theirs][2]),
             "cpu_ratio_of_medians": statistics.median(times[ours][2]) / statistics.median(times[theirs][2]),
-            "same_losses": times["same_losses"]}
+            "losses": [times["losses"][ours], times["losses"][theirs]],
+            "same_losses": abs(times["losses"][ours] - times["losses"][theirs]) <= 1e-3 * abs(times["losses"][theirs])}
 
 
 def _backend_sides(fresh: bool) -> dict:
@@ -198,8 +202,8 @@ def report(figures: dict) -> list[str]:
     def line(label, f, target, ok):
         return (f"{label} x64guard {f['ours_ms']:6.1f} ms  torch-xla {f['theirs_ms']:6.1f} ms  ratio {f['ratio']:.3f} "
                 f"(of medians {f['ratio_of_medians']:.3f}; CPU time {f['cpu_ratio']:.3f}, of medians "
-                f"{f['cpu_ratio_of_medians']:.3f})  target <= {target}  {_met(ok)}; losses equal: "
-                f"{'yes' if f['same_losses'] else 'NO'}")
+                f"{f['cpu_ratio_of_medians']:.3f})  target <= {target}  {_met(ok)}; last loss "
+                f"{f['losses'][0]:.5f} / {f['losses'][1]:.5f}")
 
     return [f"    training steps, {figures['model']}, {figures['steps_per_loop']} steps a loop, best of "
             f"{figures['loops']} loops, sides interleaved (per step); load average {figures['load_average'][0]:.1f} at the start, "

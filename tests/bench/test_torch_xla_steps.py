@@ -1,5 +1,5 @@
 """`make bench`'s Falcon training steps (bench/torch_xla_steps.py) run end to end, each
-side from the same weights on the same batches: the losses agree, and the report names
+side from the same weights on the same batches: the losses agree over a few steps, and the report names
 the four figures. The times are not checked (speed lives in `make bench`)."""
 
 from __future__ import annotations
