@@ -1,6 +1,6 @@
 """The 64-bit device data a lazy graph takes that no input owns (torch-xla's scalars):
-narrowed on the host, read back in one transfer per call, and torch-xla's cached scalars
-only once; a value int32 cannot hold is refused, never cached or wrapped."""
+narrowed on the host, read back in one transfer per call, and each device buffer only
+once; a value int32 cannot hold is refused, never cached or wrapped."""
 
 from __future__ import annotations
 
@@ -25,16 +25,17 @@ def test_out_of_range_constant_is_refused_and_not_cached():
 
 
 @pytest.mark.filterwarnings("ignore::x64guard.X64GuardWarning")
-def test_lazy_scalar_is_read_back_once_across_steps(monkeypatch):
+def test_lazy_constants_are_read_back_in_one_transfer_once_per_buffer(monkeypatch):
     device = torch_xla.device()
     reads = []
     original = _xc.cpu_tensors
     monkeypatch.setattr(_xc, "cpu_tensors", lambda tensors: reads.append(len(tensors)) or original(tensors))
     ids = xt.to_device(torch.arange(6).reshape(2, 3))
+    offsets = [torch.tensor([7]).to(device), torch.tensor([11]).to(device)]   # int64 device data, moved as is
     totals = []
     for _ in range(3):
-        total = (ids * 3 + 5).sum()          # int64 scalars of the lazy graph (torch-xla uploads them)
+        total = (ids + offsets[0] + offsets[1]).sum()
         xt.sync(total)
         totals.append(int(total.cpu()))
-    assert totals == [int((torch.arange(6) * 3 + 5).sum())] * 3
-    assert reads and len(reads) == 1       # the scalars: one transfer at the first step, cached after
+    assert totals == [int((torch.arange(6) + 18).sum())] * 3
+    assert reads == [2]       # both in one transfer at the first step; the same buffers cached after

@@ -1,7 +1,8 @@
-"""64-bit device data a lazy graph takes that no step input owns (torch-xla's scalars and
-the small int64 index tables some of its lowerings upload), narrowed on the host for every
-call of a lazy program: read back in one transfer, not one per tensor, and a narrowed copy
-kept per device buffer, so that torch-xla's cached scalars are read back once."""
+"""64-bit device data a lazy graph takes (the small int64 index tables some of torch-xla's
+lowerings upload, int64 data moved with `.to(device)`; sentinel scalars have their own rule,
+lowering.scalar_input), narrowed on the host for every call of a lazy program: read back in
+one transfer, not one per tensor, and a narrowed copy kept per device buffer, so that data
+held across steps is read back once."""
 
 from __future__ import annotations
 
