@@ -51,7 +51,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -n $(JOBS) --dist worksteal --durations=25 -m "not extended"
 
 # The torch-xla model suites' every model: `make test` runs two of the training suite's eleven
-# and seven of the real-model suite's fourteen (the others are marked `extended`); about 20
+# and eight of the real-model suite's 22 (the others are marked `extended`); about 20
 # minutes on two cores.
 test-models: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -n $(JOBS) --dist worksteal --durations=15 \
