@@ -53,7 +53,7 @@ def test_program(program, records):
 
 
 # The narrowing summary: "narrowed 26 types (f64->f32 x18, ...) at 14 places[; 2 lossy change(s) follow]".
-_SUMMARY = re.compile(r"x64guard: narrowed \d+ types .* at \d+ places(?:; (\d+) lossy change)?")
+_SUMMARY = re.compile(r"x64guard: narrowed \d+ types .* at \d+ places?(?:; (\d+) lossy change)?")
 # Said at INFO on the `x64guard` logger, never warned (issue 37 item 4): x32 JAX's program ran,
 # so its answer is x32 JAX's; mode error refuses.
 _NEVER_WARNED = ("[trace-differs]", "[trace-failed]")

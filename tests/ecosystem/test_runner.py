@@ -20,10 +20,11 @@ def test_crash_attributed_and_run_continues():
     assert "SIGABRT" in aborted.detail
     assert (records["identical"].outcome, records["identical"].ok) == ("identical", True)
     assert records["identical"].has_64bit
-    # the traces differ (shift by 32 under x64, by 16 under x32): the cross-check runs x32's program
+    # the traces differ (shift by 32 under x64, by 16 under x32): the cross-check runs x32's
+    # program, whose answer is x32 JAX's by construction: said at INFO, never warned (jit.md)
     shifted = records["shift_by_half_width"]
     assert (shifted.outcome, shifted.ok) == ("identical", True), shifted.detail
-    assert any("another program than with x64 off" in w for w in shifted.warnings), shifted.warnings
+    assert not any("another program than with x64 off" in w for w in shifted.warnings), shifted.warnings
     refused = records["out_of_range_unjustified"]
     assert (refused.outcome, refused.ok) == ("refused", False)
     assert "input-out-of-range" in refused.detail

@@ -160,13 +160,15 @@ def test_torch_xla_failure_in_narrow_exported_is_one_line_with_the_path_and_a_wo
     assert "Cannot view" in str(info.value.__cause__)
 
 
-def test_torch_xla_failure_in_the_backend_is_one_line_with_the_path_and_a_workaround():
+def test_an_op_torch_xla_runs_on_the_cpu_is_refused_at_its_line_before_it_runs():
+    """Integer histc: torch-xla has no lowering and would run it on the CPU (where it fails for
+    int, "histogram_cpu" not implemented); x64guard refuses it while tracing, at the model's
+    line, before its inputs are computed on the device at full width."""
     def histogram(x):
-        return torch.histc(x, bins=4, min=0, max=10) + 1     # torch-xla runs it on the CPU, which fails for int
+        return torch.histc(x, bins=4, min=0, max=10) + 1
 
-    with pytest.raises(xt.TorchXlaFailure) as info:
+    with pytest.raises(x64guard.X64GuardError) as info:
         torch.compile(histogram, backend="x64guard")(torch.arange(6, dtype=torch.int32).to(DEVICE))
     message = str(info.value)
-    assert "\n" not in message and message.startswith("x64guard.torch_xla (backend): torch-xla failed tracing")
-    assert "histogram_cpu" in message and "backend='openxla'" in message
-    assert isinstance(info.value.__cause__, NotImplementedError)
+    assert "no XLA lowering for aten::histc" in message
+    assert "test_export.py:" in message and "Move that op out of the compiled function" in message
