@@ -31,6 +31,7 @@ if "jax" in sys.modules:
 # Public name -> the module that defines it, loaded on first use.
 _LAZY_NAMES: dict[str, str] = {
     "narrow": "x64guard.api",
+    "narrow_module": "x64guard.api",
     "check": "x64guard.api",
     "NarrowResult": "x64guard.api",
     "Finding": "x64guard.findings",
@@ -47,7 +48,7 @@ _LAZY_NAMES: dict[str, str] = {
 _SUBMODULES = frozenset({"api", "cli", "errors", "findings", "io", "jax", "modes",
                          "passes", "settings", "torch", "torch_xla"})
 
-__all__ = ["narrow", "check", "jit", "mode", "set_mode", "current_mode", "NarrowResult", "Report", "Finding",
+__all__ = ["narrow", "narrow_module", "check", "jit", "mode", "set_mode", "current_mode", "NarrowResult", "Report", "Finding",
            "Severity", "Mode", "Overflow", "X64GuardError", "X64GuardWarning", "__version__"]
 
 

@@ -35,6 +35,9 @@ class NarrowResult:
     mode: Mode = Mode.WARN
     source_format: modules.SourceFormat = modules.SourceFormat.TEXT
     verified: bool = False
+    # What `narrow` warns, in order: the summary, each lossy finding, a target's leftovers.
+    # `narrow_module` only lists them; a front end issues them at the user's line.
+    warnings: list[str] = field(default_factory=list)
 
     @cached_property
     def text(self) -> str:
@@ -85,6 +88,19 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
     Returns:
         A `NarrowResult`. Input x64guard cannot read raises ValueError ("x64guard: ...").
     """
+    out = narrow_module(module, mode=mode, overflow=overflow, trusted=trusted, dtype_constants=dtype_constants,
+                        target=target, neuron_cc_flags=neuron_cc_flags)
+    for message in out.warnings:
+        warnings.warn(message, X64GuardWarning, stacklevel=2)
+    return out
+
+
+def narrow_module(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: str = "error",
+                  trusted: bool = False, dtype_constants: bool = True, target: str = DEFAULT_TARGET,
+                  neuron_cc_flags: str | None = None) -> NarrowResult:
+    """`narrow` without warning: what it would warn is in the result's `.warnings`, for a
+    front end to issue where its user's line is (`x64guard.user_place.warn_at`). Raises as
+    `narrow` does."""
     resolved = resolve_mode(mode)
     policy = resolve_overflow(overflow)
     profile = profile_for(target)
@@ -110,7 +126,7 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
                 f"({len(blocking)} problem(s)):\n{format_findings(blocking)}", blocking)
         _verify(working, out.findings)
         out.verified = True
-        _warn(out)
+        out.warnings.extend(_summary_warnings(out))
     if profile.neuron_chip is not None:
         with _unreadable_as_value_error("narrow"):
             remaining = neuron_findings(working, target, neuron_cc_flags)
@@ -121,7 +137,7 @@ def narrow(module: ModuleLike, *, mode: "Mode | str | None" = None, overflow: st
                 f"x64guard (mode=error): neuronx-cc would reject this module on {profile.name} "
                 f"({len(refused)} finding(s)):\n{format_findings(refused)}", refused)
         if resolved is Mode.WARN:
-            _warn_neuron(profile.name, remaining)
+            out.warnings.extend(_neuron_warnings(profile.name, remaining))
     return out
 
 
@@ -139,14 +155,14 @@ def _idiom_uses(out: NarrowResult) -> list[Finding]:
                             f"64-bit types ({changes}); mode='error' refuses them")]
 
 
-def _warn_neuron(target: str, remaining: list[Finding]) -> None:
+def _neuron_warnings(target: str, remaining: list[Finding]) -> list[str]:
     """Once per module: the neuronx-cc rejections narrowing leaves."""
     if not remaining:
-        return
+        return []
     codes = ", ".join(sorted({f"{f.kind} x{sum(g.count for g in remaining if g.kind == f.kind)}"
                               for f in remaining}))
-    warnings.warn(f"x64guard: narrowed for {target}; neuronx-cc would still reject or warn about: {codes}\n"
-                  f"{format_findings(remaining)}", X64GuardWarning, stacklevel=3)
+    return [f"x64guard: narrowed for {target}; neuronx-cc would still reject or warn about: {codes}\n"
+            f"{format_findings(remaining)}"]
 
 
 def _format_findings(source_format: modules.SourceFormat, changes: dict[str, int]) -> list[Finding]:
@@ -205,11 +221,10 @@ def _verify(module: ir.Module, findings: list[Finding]) -> None:
             f"with the input module: {detail}", findings)
 
 
-def _warn(out: NarrowResult) -> None:
+def _summary_warnings(out: NarrowResult) -> list[str]:
+    """The module's summary, then one message per lossy finding (none without changes)."""
     if not out.changes:
-        return
+        return []
     lossy = [f for f in out.findings if f.severity is Severity.WARNING]
-    warnings.warn(out.summary() + (f"; {len(lossy)} lossy change(s) follow" if lossy else ""),
-                  X64GuardWarning, stacklevel=3)
-    for finding in lossy:
-        warnings.warn(f"x64guard: {finding}", X64GuardWarning, stacklevel=3)
+    return [out.summary() + (f"; {len(lossy)} lossy change(s) follow" if lossy else ""),
+            *(f"x64guard: {finding}" for finding in lossy)]

@@ -11,7 +11,6 @@ import argparse
 import os
 import sys
 import traceback
-import warnings
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130
@@ -213,6 +212,7 @@ def _emit(run, args) -> int:
 
 def _narrow(args) -> int:
     import x64guard
+    from x64guard.api import narrow_module
     from x64guard.cli.inputs import (FORMAT_NAMES, STDIN, InputError, name_parse_error, narrowed_bytes, read_bytes,
                                      read_units, write_atomically, writable)
 
@@ -229,33 +229,29 @@ def _narrow(args) -> int:
     def narrow(data, what: str = "the module"):
         nonlocal part
         part = what
-        results.append(x64guard.narrow(data, mode=args.mode, overflow=args.overflow, target=args.target,
-                                       neuron_cc_flags=args.neuron_cc_flags))
+        # The findings are printed below, placed as `check` places them: nothing to warn.
+        results.append(narrow_module(data, mode=args.mode, overflow=args.overflow, target=args.target,
+                                     neuron_cc_flags=args.neuron_cc_flags))
         return results[-1]
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", x64guard.X64GuardWarning)
-        try:
-            result = narrow(unit.data)
-            data = narrowed_bytes(unit, result, narrow)
-        except x64guard.X64GuardError as exc:
-            where = "" if part == "the module" else f" ({part})"
-            print(f"x64guard: refused: {unit.display}{where}: {_first_line(exc)}", file=sys.stderr)
-            _print_findings(unit, exc.findings)
-            print(f"x64guard: nothing written to {args.output}", file=sys.stderr)
-            return EXIT_FINDINGS
-        except ValueError as exc:  # unreadable module
-            reason = str(exc).removeprefix("x64guard: ").splitlines()[0]
-            raise InputError(unit.display, name_parse_error(reason, unit.display)) from None
+    try:
+        result = narrow(unit.data)
+        data = narrowed_bytes(unit, result, narrow)
+    except x64guard.X64GuardError as exc:
+        where = "" if part == "the module" else f" ({part})"
+        print(f"x64guard: refused: {unit.display}{where}: {_first_line(exc)}", file=sys.stderr)
+        _print_findings(unit, exc.findings)
+        print(f"x64guard: nothing written to {args.output}", file=sys.stderr)
+        return EXIT_FINDINGS
+    except ValueError as exc:  # unreadable module
+        reason = str(exc).removeprefix("x64guard: ").splitlines()[0]
+        raise InputError(unit.display, name_parse_error(reason, unit.display)) from None
     write_atomically(args.output, data)
     extra = f" with its {len(results) - 1} VJP module(s)" if len(results) > 1 else ""
     print(f"{result.summary()}; wrote {FORMAT_NAMES[unit.format]}{extra} to {args.output}"
           f" (mode {result.mode.value})", file=sys.stderr)
     for narrowed in results:
         _print_findings(unit, [f for f in narrowed.findings if str(f.severity) != "info"])
-    unexpected = [w for w in caught if not issubclass(w.category, x64guard.X64GuardWarning)]
-    for w in unexpected:
-        print(f"x64guard: warning: {w.message}", file=sys.stderr)
     return EXIT_OK
 
 

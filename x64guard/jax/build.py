@@ -21,10 +21,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import warnings
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from x64guard.api import NarrowResult, narrow
+from x64guard.api import NarrowResult
 from x64guard.errors import X64GuardError
 from x64guard.findings import Finding, Kind
 from x64guard.jax import _private
@@ -33,8 +32,8 @@ from x64guard.jax.inputs import narrow_aval, narrow_dtype, narrowed_spec, widene
 from x64guard.jax.program import CompileAhead, Program
 from x64guard.jax.trace_check import (CrossCheck, constants_from_x64_trace, cross_check, identity_convert_finding,
                                       matched_constant_message, not_lowered_message, trace_differs_message, trace_x32)
-from x64guard.jax.user_frames import (narrow_at_user_line, raising_line, replay_at_user_line, user_place,
-                                      warn_at_user_line)
+from x64guard.jax.user_frames import (narrow_quietly, raising_line, user_place, warn_at_user_line,
+                                      warn_messages_at_user_line)
 from x64guard.modes import Mode
 from x64guard.passes.tables import CONSTANT_OPS, DEFAULT_TARGET
 
@@ -46,7 +45,7 @@ class NarrowedX64(NamedTuple):
     lowered: Any                 # JAX's Lowered of the x64 program
     convention: Any              # its calling convention (_private.calling_convention)
     result: NarrowResult
-    summary: list                # the narrowing's warnings, recorded
+    summary: list                # what the narrowing would warn (issued if this program runs)
     callbacks_converted: bool    # host callbacks' 64-bit operands converted to 32 bits before them
 
 
@@ -250,7 +249,7 @@ def _choose(owner: "NarrowedFunction", traced, check: CrossCheck, narrowed, ahea
         message = trace_differs_message(difference, ran_x32=False)
         finding = Finding(Kind.TRACE_DIFFERS, "error", difference.primitive, difference.location or "?", message)
         raise X64GuardError(f"x64guard.jit: {message}", [finding])
-    replay_at_user_line(narrowed.summary)
+    warn_messages_at_user_line(narrowed.summary)
     converts = identity_convert_finding(check, narrowed.callbacks_converted)
     for finding in (converts, kept):
         if finding is not None:
@@ -322,7 +321,7 @@ def _program(owner: "NarrowedFunction", call: Call, chosen: Chosen, specs, paths
 
 
 def narrowed_x64(owner: "NarrowedFunction", traced, mode: Mode) -> NarrowedX64:
-    """The x64 trace lowered and narrowed; the narrowing's summary warning recorded, not
+    """The x64 trace lowered and narrowed; the narrowing's summary warning listed, not
     issued (it is issued only if this is the program that runs)."""
     callbacks = callbacks_at_32_bits(traced.jaxpr)
     try:
@@ -333,10 +332,8 @@ def narrowed_x64(owner: "NarrowedFunction", traced, mode: Mode) -> NarrowedX64:
         raise X64NotLowered() from error
     convention = _private.calling_convention(lowered)
     # JAX's own cached module: narrow works on a clone.
-    with warnings.catch_warnings(record=True) as summary:
-        warnings.simplefilter("always")
-        result = narrow_at_user_line(convention.module, mode=mode, overflow=owner._overflow, target=owner._target)
-    return NarrowedX64(lowered, convention, result, summary, callbacks is not None)
+    result = narrow_quietly(convention.module, mode=mode, overflow=owner._overflow, target=owner._target)
+    return NarrowedX64(lowered, convention, result, result.warnings, callbacks is not None)
 
 
 def x32_program(owner: "NarrowedFunction", traced32, fallback: Finding, mode: Mode) -> Chosen:
@@ -355,16 +352,14 @@ def x32_program(owner: "NarrowedFunction", traced32, fallback: Finding, mode: Mo
     # are issued only for a target profile (Neuron: what neuronx-cc would reject); the
     # fallback's own warning says what happened. If the pass refuses x32 JAX's module,
     # that module runs as it is: x32 JAX's program, 64-bit values and all.
-    with warnings.catch_warnings(record=True) as recorded:
-        warnings.simplefilter("always")
-        try:
-            result = narrow(convention.module, mode=mode, overflow=owner._overflow, target=owner._target)
-        except X64GuardError:
-            if owner._target != DEFAULT_TARGET:
-                raise  # what the target rejects, as before
-            result = narrow(convention.module, mode=Mode.ALLOW, overflow=owner._overflow, target=owner._target)
+    try:
+        result = narrow_quietly(convention.module, mode=mode, overflow=owner._overflow, target=owner._target)
+    except X64GuardError:
+        if owner._target != DEFAULT_TARGET:
+            raise  # what the target rejects, as before
+        result = narrow_quietly(convention.module, mode=Mode.ALLOW, overflow=owner._overflow, target=owner._target)
     if owner._target != DEFAULT_TARGET:
-        replay_at_user_line(recorded)
+        warn_messages_at_user_line(result.warnings)
     result.findings.append(fallback)
     report(owner, fallback)
     return Chosen(traced32, lowered, convention, result, None)

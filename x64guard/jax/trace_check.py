@@ -18,7 +18,7 @@ from typing import Any, Callable, NamedTuple
 import jax
 import numpy as np
 
-from x64guard.api import narrow
+from x64guard.api import narrow_module
 from x64guard.findings import Finding, Kind
 from x64guard.io import modules
 from x64guard.jax import _private
@@ -101,9 +101,7 @@ def same_lowering(eqn64, eqn32, converts_differ: list | None = None) -> bool:
     try:
         text64 = _private.lower_equation(eqn64, x64=True)
         text32 = _private.lower_equation(eqn32, x64=False)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            narrowed = narrow(text64, mode=Mode.WARN).module
+        narrowed = narrow_module(text64, mode=Mode.WARN).module
         reference, _ = modules.load(text32)
     except Exception:  # noqa: BLE001  (not provably the same: the caller runs x32's program)
         return False

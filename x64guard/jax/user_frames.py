@@ -9,13 +9,12 @@ user's line, not at x64guard's call into jax.
 from __future__ import annotations
 
 import functools
-import warnings
 
-from x64guard import _user_line
-from x64guard.api import NarrowResult, narrow
+from x64guard import user_place as _user_place
+from x64guard.api import NarrowResult, narrow_module
 from x64guard.jax import _private
 
-_private.exclude_from_user_frames(_user_line.PACKAGE_DIR)
+_private.exclude_from_user_frames(_user_place.PACKAGE_DIR)
 
 
 @functools.lru_cache(maxsize=None)
@@ -24,46 +23,37 @@ def excluded_source_dirs() -> tuple[str, ...]:
     import jax
     import jaxlib
 
-    return _user_line.module_dirs(jax, jaxlib)
+    return _user_place.module_dirs(jax, jaxlib)
 
 
-def user_frame():
-    """The innermost frame outside x64guard and JAX: the line that called x64guard.jit's
+def user_frame() -> "_user_place.UserPlace | None":
+    """The innermost line outside x64guard and JAX: the line that called x64guard.jit's
     function (or the library code that did)."""
-    return _user_line.user_frame(excluded_source_dirs())
+    return _user_place.find_user_place(excluded_source_dirs())
 
 
 def user_place() -> str:
     """'file:line' of the user's calling line, '?' when there is none."""
-    frame = user_frame()
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else "?"
+    place = user_frame()
+    return str(place) if place is not None else "?"
 
 
-def replay_at_user_line(recorded) -> None:
-    """Warnings recorded by catch_warnings, issued again where they were, through the
-    user's filters and their module's registry."""
-    frame = user_frame()
-    registry = frame.f_globals.setdefault("__warningregistry__", {}) if frame is not None else None
-    for w in recorded:
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, registry=registry)
+def warn_messages_at_user_line(messages) -> None:
+    """What the pass would have warned (`NarrowResult.warnings`), issued at the user's line."""
+    place = user_frame()
+    for message in messages:
+        _user_place.warn_at(message, place)
 
 
 def warn_at_user_line(message: str) -> None:
     """One X64GuardWarning at the user's calling line (their module's registry and filters)."""
-    from x64guard.errors import X64GuardWarning
-
-    frame = user_frame()
-    if frame is None:
-        warnings.warn(message, X64GuardWarning, stacklevel=2)
-        return
-    registry = frame.f_globals.setdefault("__warningregistry__", {})
-    warnings.warn_explicit(f"x64guard: {message}", X64GuardWarning, frame.f_code.co_filename, frame.f_lineno,
-                           module=frame.f_globals.get("__name__"), registry=registry)
+    _user_place.warn_at(f"x64guard: {message}", user_frame())
 
 
-def narrow_at_user_line(module, **kwargs) -> NarrowResult:
-    return _user_line.call_at_user_line(narrow, (module,), kwargs, excluded_source_dirs())
-
+def narrow_quietly(module, **kwargs) -> NarrowResult:
+    """The pass on `module`; what it would warn is in the result's `.warnings`, issued only
+    if this is the program that runs (`warn_messages_at_user_line`)."""
+    return narrow_module(module, **kwargs)
 
 
 def raising_line(error: BaseException) -> str:
@@ -71,7 +61,7 @@ def raising_line(error: BaseException) -> str:
     and JAX (the library or user line whose JAX call raised), '?' when there is none."""
     import traceback
 
-    excluded = (_user_line.PACKAGE_DIR, *excluded_source_dirs())
+    excluded = (_user_place.PACKAGE_DIR, *excluded_source_dirs())
     frames = [f for f in traceback.extract_tb(error.__traceback__)
               if not f.filename.startswith(excluded) and not f.filename.startswith("<frozen")]
     return f"{frames[-1].filename}:{frames[-1].lineno} ({frames[-1].name})" if frames else "?"

@@ -45,6 +45,6 @@ def _device() -> torch.device:
 def excluded_source_dirs() -> tuple[str, ...]:
     """Directories whose frames are never the user's line: torch's (dynamo included) and
     torch-xla's."""
-    from x64guard._user_line import module_dirs
+    from x64guard.user_place import module_dirs
 
     return module_dirs(torch, torch_xla)

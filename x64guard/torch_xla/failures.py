@@ -8,8 +8,8 @@ import contextvars
 import re
 from typing import Iterator
 
-from x64guard import _user_line
-from x64guard.api import NarrowResult, narrow
+from x64guard import user_place
+from x64guard.api import NarrowResult, narrow_module
 from x64guard.errors import X64GuardError
 from x64guard.findings import Finding, Kind, Severity, format_findings
 from x64guard.modes import Mode
@@ -97,10 +97,7 @@ def _narrowing_for(target: str) -> Iterator[None]:
 def _narrow_module(module, mode: Mode, overflow: str, sources: SourceMap | None) -> NarrowResult:
     """The core pass on torch-xla's module, findings placed at the model's lines."""
     try:
-        # Its summary warning points at the user's line that made dynamo compile, not here.
-        result = _user_line.call_at_user_line(narrow, (module,), dict(mode=mode, overflow=overflow,
-                                                                      target=_TARGET.get()),
-                                              excluded_source_dirs())
+        result = narrow_module(module, mode=mode, overflow=overflow, target=_TARGET.get())
     except X64GuardError as exc:
         findings = locate_findings(exc.findings, sources)
         head = str(exc).split("\n", 1)[0]
@@ -114,6 +111,10 @@ def _narrow_module(module, mode: Mode, overflow: str, sources: SourceMap | None)
             raise _rng_refusal(located) from exc
         raise located from exc
     result.findings = locate_findings(result.findings, sources)
+    # Its summary warning points at the user's line that made dynamo compile, not here.
+    place = user_place.find_user_place(excluded_source_dirs())
+    for message in result.warnings:
+        user_place.warn_at(message, place)
     return result
 
 

@@ -31,7 +31,6 @@ import contextlib
 import os
 import re
 import threading
-import warnings
 from typing import Any, NamedTuple, Sequence
 
 import torch
@@ -39,7 +38,7 @@ import torch
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import reads as _reads
 from x64guard.torch_xla.base import excluded_source_dirs
-from x64guard import _user_line
+from x64guard import user_place
 from x64guard.errors import X64GuardWarning
 from x64guard.findings import Finding, Kind, Location, Severity
 
@@ -100,7 +99,7 @@ def _on_compile_start(args) -> None:
     if not is_x64guard_backend(backend):
         return
     # frames of PyTorch's and x64guard's own code (a weakref callback dynamo meets) are not the model's
-    library = code is None or code.co_filename.startswith((_user_line.PACKAGE_DIR, *excluded_source_dirs()))
+    library = code is None or code.co_filename.startswith((user_place.PACKAGE_DIR, *excluded_source_dirs()))
     patch = torch._dynamo.config.patch(allow_rnn=True)
     patch.__enter__()
     reasons, skips = _xc.dynamo_records()
@@ -166,7 +165,7 @@ def _warn(finding: Finding) -> None:
     warning.findings = [finding]
     # the standard library's frames (contextlib's, around dynamo's compile) are not the user's line either
     excluded = (*excluded_source_dirs(), os.path.dirname(contextlib.__file__) + os.sep)
-    _user_line.call_at_user_line(warnings.warn, (warning,), {}, excluded=excluded)
+    user_place.warn_at(warning, user_place.find_user_place(excluded))
 
 
 # ============================================================================ the lazy loop
