@@ -164,6 +164,29 @@ def test_accelerator_inputs_convert_on_their_device(monkeypatch):
     assert [name for name, _ in compiles if "convert" in name] == ["jit_convert_element_type"], compiles
 
 
+
+def test_accelerator_inputs_convert_together(monkeypatch):
+    """Several float64 arrays on one accelerator: one small program converts them all (one
+    dispatch per call, not one per array), each rounded exactly as alone: x32 JAX's bits."""
+    monkeypatch.setattr(inputs, "on_accelerator", lambda devices: True)
+
+    def f(params, x):
+        w, b = params
+        return jnp.tanh(x @ w + b).sum(), w * 2
+
+    rng = np.random.default_rng(0)
+    args = ((rng.standard_normal((5, 3)), rng.standard_normal(3)), rng.standard_normal((4, 5)))
+    want = jax.jit(f)(*jax.tree.map(oracle.to32, args))
+    fn = x64guard.jit(f)
+    with oracle.x64(True), warnings.catch_warnings(), recording_compiles() as compiles:
+        warnings.simplefilter("ignore")
+        on_device = jax.tree.map(jnp.asarray, args)
+        outs = [fn(*on_device), fn(*on_device)]
+    for out in outs:
+        for got, expected in zip(jax.tree.leaves(out), jax.tree.leaves(want)):
+            assert oracle.bit_identical(np.asarray(got), np.asarray(expected))
+    assert [name for name, _ in compiles if "convert" in name] == ["jit_convert_inputs"], compiles
+
 def _main(argv: list[str]) -> int:
     failed = 0
     for case in NARROWING:

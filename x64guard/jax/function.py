@@ -27,7 +27,7 @@ from x64guard.jax import _private
 from x64guard.jax.build import build_program
 from x64guard.jax.callbacks import raise_callback_error
 from x64guard.jax.inputs import (ARRAY_TYPE, NARROW_DTYPE, WIDE_INTEGERS, WIDE_NUMPY, StaticArgs, StaticKey,
-                                 as_tuple, check_range, converted_outside, host_cast_leaves, keystr, signature,
+                                 as_tuple, check_range, convert_leaves_outside, host_cast_leaves, keystr, signature,
                                  trace_spec, wide_array_leaves, wide_numpy_leaves, widened_spec)
 from x64guard.jax.program import Compiled, Lowered, Program
 from x64guard.modes import Mode, resolve_mode, resolve_overflow
@@ -220,8 +220,7 @@ class NarrowedFunction:
             # program, then run as float64 numpy data is, through the wide dispatcher,
             # whose C++ fast path serves the later calls of the converted signature (this
             # dispatcher cannot: it would hand the program the arrays unconverted).
-            for i in wide_arrays:
-                flat[i] = converted_outside(flat[i], NARROW_DTYPE[flat[i].dtype])
+            convert_leaves_outside(flat, wide_arrays, [NARROW_DTYPE[flat[i].dtype] for i in wide_arrays])
             dyn_args, dyn_kwargs = tree.unflatten(flat)
             args, kwargs = self._statics.merge(dyn_args, dyn_kwargs, static)
             return self._dispatch_wide(wide_arrays, *args, **kwargs), None

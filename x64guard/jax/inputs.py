@@ -8,6 +8,7 @@ wrapped). `StaticArgs` splits a call into static and dynamic arguments as jax.ji
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Callable, NamedTuple, Sequence
 
@@ -237,6 +238,34 @@ def converted_outside(x, dtype):
         if len(devices) > 1:
             return jax.device_put(np.asarray(x).astype(dtype), x.sharding)
     return np.asarray(x).astype(dtype)  # one device: the executable places it (one transfer, not two)
+
+
+def convert_leaves_outside(flat: list, indices: Sequence[int], dtypes: Sequence) -> None:
+    """`converted_outside` for `flat[i]`, i in `indices`, in place. The arrays on one set of
+    accelerator devices are converted by one small program together: one dispatch per call
+    for all of them, where one per array cost more than the step (an H200 MLP step with ten
+    float64 leaves: 1.4 ms of converts on a 1.4 ms step). Each convert is its own output,
+    rounded exactly as alone; nothing is fused into the user's program."""
+    together = [(i, d) for i, d in zip(indices, dtypes)
+                if isinstance(flat[i], jax.Array) and on_accelerator(flat[i].sharding.device_set)]
+    if len(together) < 2 or len({frozenset(flat[i].sharding.device_set) for i, _ in together}) > 1:
+        together = []
+    for i, dtype in zip(indices, dtypes):
+        if (i, dtype) not in together:
+            flat[i] = converted_outside(flat[i], dtype)
+    if together:
+        with _private.x64_enabled():
+            converted = _converter(tuple(np.dtype(d) for _, d in together))(*(flat[i] for i, _ in together))
+        for (i, _), x in zip(together, converted):
+            flat[i] = x
+
+
+@functools.lru_cache(maxsize=256)
+def _converter(dtypes: tuple) -> Callable:
+    def convert_inputs(*xs):
+        return tuple(lax.convert_element_type(x, d) for x, d in zip(xs, dtypes))
+
+    return jax.jit(convert_inputs)
 
 
 def on_accelerator(devices) -> bool:

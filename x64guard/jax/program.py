@@ -19,7 +19,7 @@ import jax
 from x64guard.api import NarrowResult
 from x64guard.findings import Finding
 from x64guard.jax import _private
-from x64guard.jax.inputs import StaticArgs, converted_outside, dispatch_dtype, to_narrow
+from x64guard.jax.inputs import StaticArgs, convert_leaves_outside, dispatch_dtype, to_narrow
 from x64guard.jax.primitive import call_p, differentiable
 
 if TYPE_CHECKING:
@@ -150,8 +150,7 @@ class Program:
         executable = self.executable()
         if wide:
             flat_inputs = list(flat_inputs)
-            for i in wide:
-                flat_inputs[i] = converted_outside(flat_inputs[i], self.in_dtypes[i])
+            convert_leaves_outside(flat_inputs, wide, [self.in_dtypes[i] for i in wide])
         outs = executable.call(*flat_inputs)
         # No fast path for 64-bit arrays: JAX's C++ dispatch would hand them to the
         # program unconverted.
