@@ -15,7 +15,7 @@ from torch import nn
 
 import x64guard
 import x64guard.torch_xla as xt
-from x64guard.torch_xla.boundary import _narrow_alias
+from x64guard.torch_xla.boundary import narrow_alias
 
 pytestmark = pytest.mark.torch
 
@@ -41,8 +41,8 @@ def test_values_and_types_are_to_devices():
         assert batch.keys() == expected.keys() and batch["name"] == "sample"
         ids = batch["input_ids"]
         assert isinstance(ids, xt.GuardedTensor) and ids.dtype == torch.int64 and ids.device.type == "xla"
-        assert _narrow_alias(ids).dtype == torch.int32          # the device holds int32 data
-        assert torch.equal(_narrow_alias(ids).cpu(), theirs["input_ids"].to(torch.int32))
+        assert narrow_alias(ids).dtype == torch.int32          # the device holds int32 data
+        assert torch.equal(narrow_alias(ids).cpu(), theirs["input_ids"].to(torch.int32))
         assert torch.equal(ids.cpu(), theirs["input_ids"])
         assert batch["scores"].dtype == torch.float32
         assert torch.equal(batch["scores"].cpu(), theirs["scores"].float())

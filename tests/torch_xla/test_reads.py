@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 import x64guard
 import x64guard.torch_xla as xt
+from x64guard.torch_xla.boundary import narrow_alias
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla.reads import GuardedTensor
 
@@ -173,7 +174,7 @@ def test_a_sync_without_arguments_keeps_each_tensors_dtype():
     scale = (ids > 10).float().mean()
     xt.sync()
     assert positions.dtype == torch.int64 and type(positions) is GuardedTensor
-    assert xt._narrow_alias(positions).dtype == torch.int32
+    assert narrow_alias(positions).dtype == torch.int32
     assert scale.dtype == torch.float32 and not _xc.needs_materialization([scale])[0]
     compiles, own = _xc.compile_count(), _xc.own_compile_count()
     assert positions.cpu().tolist() == [[17, 28, 29], [23, 40, 19]] and positions.cpu().dtype == torch.int64

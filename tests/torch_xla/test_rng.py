@@ -21,6 +21,7 @@ from torch import nn
 
 import x64guard
 import x64guard.torch_xla as xt
+from x64guard.torch_xla.lazy import LAZY_PROGRAMS
 from tests.torch_xla.common import DEVICE, quietly, wide_values_beside_rng_state
 from x64guard.io import modules as xmlir
 from x64guard.torch_xla.rng import extract_rng_states, openxla_next_seed
@@ -291,5 +292,5 @@ def test_lazy_loop_with_dropout_runs_narrowed():
         quietly(xt.sync, model, optimizer, loss)
         losses.append(loss.item())
     assert losses[-1] < losses[0]
-    program = list(xt._LAZY_PROGRAMS.values())[-1]
+    program = list(LAZY_PROGRAMS.values())[-1]
     assert program.rng is not None and not wide_values_beside_rng_state(program.program.hlo)

@@ -15,6 +15,8 @@ from torch import nn
 
 import x64guard
 import x64guard.torch_xla as xt
+from x64guard.torch_xla.boundary import narrow_alias
+from x64guard.torch_xla.lazy import LAZY_PROGRAMS
 from x64guard.torch_xla import _private as xc
 from tests.torch_xla.common import HLO_WIDE, quietly
 
@@ -146,21 +148,21 @@ def test_lazy_training_loop_with_sync_matches_eager():
     _assert_parameters_match(model, reference)
     after = xt.counters()
     assert after["traces"] - before["traces"] == 1 and after["calls"] - before["calls"] == 3
-    (program,) = [p for p in xt._LAZY_PROGRAMS.values() if p.result.changes.get("i64->i32")][-1:]
+    (program,) = [p for p in LAZY_PROGRAMS.values() if p.result.changes.get("i64->i32")][-1:]
     assert not HLO_WIDE.search(program.program.hlo)
 
 
 def test_lazy_program_cache_is_bounded_and_results_stay_right(monkeypatch):
     """A lazy loop whose shapes vary lowers one graph per shape: the programs `sync` keeps
     are an LRU of `limit` (64; here 2), and a graph evicted and met again is compiled again."""
-    monkeypatch.setattr(xt._LAZY_PROGRAMS, "limit", 2)
+    monkeypatch.setattr(LAZY_PROGRAMS, "limit", 2)
     before = xt.counters()
     for n in (3, 4, 5, 6, 3):
         host = torch.arange(n, dtype=torch.float64) * 0.5
         x = xt.to_device(host)
         y = x * 2 + 1
         quietly(xt.sync, y)
-        assert len(xt._LAZY_PROGRAMS) <= 2
+        assert len(LAZY_PROGRAMS) <= 2
         torch.testing.assert_close(y.cpu(), (host * 2 + 1).float())
     assert xt.counters()["traces"] - before["traces"] == 5     # shape 3 was evicted by 5 and 6
 
@@ -194,7 +196,7 @@ def test_to_device_narrows_on_the_host_and_range_checks():
                           "flag": True})
     # ids stay int64 as PyTorch sees them (one_hot, eager's int64 arithmetic); XLA holds them as int32
     assert batch["input_ids"].dtype == torch.int64 and batch["scale"].dtype == torch.float32 and batch["flag"]
-    assert xt._narrow_alias(batch["input_ids"]).dtype == torch.int32
+    assert narrow_alias(batch["input_ids"]).dtype == torch.int32
     with pytest.raises(x64guard.X64GuardError, match=r"input_ids: value 4294967296 does not fit in int32"):
         xt.to_device({"input_ids": torch.tensor([[1, 2**32]])})
 

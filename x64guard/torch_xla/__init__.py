@@ -64,12 +64,11 @@ check_torch_xla_version()   # before anything else of torch-xla is touched
 from x64guard.torch_xla import outside as _outside  # noqa: E402
 from x64guard.torch_xla.backend import backend, compile, compiled_graphs  # noqa: E402
 from x64guard.torch_xla.base import BACKEND_NAME, NARROW_DTYPE, _device, counters  # noqa: E402
-from x64guard.torch_xla.boundary import _narrow_alias  # noqa: E402
 from x64guard.torch_xla.device import to_device  # noqa: E402
 from x64guard.torch_xla.exported import NarrowedProgram, narrow_exported  # noqa: E402
 from x64guard.torch_xla.failures import TorchXlaFailure  # noqa: E402
 from x64guard.torch_xla.reads import GuardedTensor  # noqa: E402
-from x64guard.torch_xla.lazy import _LAZY_PROGRAMS, step, sync  # noqa: E402
+from x64guard.torch_xla.lazy import step, sync  # noqa: E402
 from x64guard.torch_xla.loader import NarrowingDeviceLoader  # noqa: E402
 
 __all__ = ["backend", "compile", "narrow_exported", "to_device", "sync", "step", "NarrowedProgram", "NARROW_DTYPE",

@@ -16,7 +16,7 @@ from x64guard.modes import Mode, resolve_mode, resolve_overflow
 from x64guard.torch_xla import mixed
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla.base import _COUNTERS, BACKEND_NAME, _device
-from x64guard.torch_xla.boundary import _narrow_alias
+from x64guard.torch_xla.boundary import narrow_alias
 from x64guard.torch_xla.failures import TorchXlaFailure, _narrowing_for, failed_before_trace
 from x64guard.torch_xla.repairs import DECOMPOSITIONS, _TorchXlaRepairs
 from x64guard.torch_xla.source import run_node_by_node
@@ -237,7 +237,7 @@ _COMPILED_GRAPHS: list[weakref.ref] = []   # in the order the backend compiled t
 
 
 def _is_alias(x: torch.Tensor) -> bool:
-    return _narrow_alias(x) is not None
+    return narrow_alias(x) is not None
 
 
 def _register_graph(graph: _CompiledGraph) -> None:

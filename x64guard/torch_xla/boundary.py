@@ -19,7 +19,8 @@ from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla import reads as _reads
 from x64guard.torch_xla.base import _COUNTERS, _INTEGER_NARROW, JAX_DTYPE_NAME, NARROW_DTYPE, _device
-from x64guard.torch_xla.program import _Program
+from x64guard.torch_xla.live import LIVE
+from x64guard.torch_xla.program import Program
 
 
 @dataclasses.dataclass(slots=True)
@@ -30,10 +31,10 @@ class _BoundaryEntry:
     data: str                   # its device data's id as last seen (`_private.data_id`)
     alias: Any                  # a clone sharing the source's buffer (keeps both ids from reuse), or None
     narrowed: torch.Tensor      # the 32-bit copy programs take
-    buffer: Any                 # the buffer's own id, or _ID_TENSOR for to_device's int64 ids
+    buffer: Any                 # the buffer's own id, or ID_TENSOR for to_device's int64 ids
 
 
-class _BoundaryCache:
+class BoundaryCache:
     """Narrowed copies of 64-bit tensors that live on the XLA device (parameters and
     buffers, mostly), so that each is cast once and not on every call.
 
@@ -47,11 +48,11 @@ class _BoundaryCache:
     """
 
     def __init__(self) -> None:
-        self._entries: dict[int, _BoundaryEntry] = {}   # by id(source)
+        self.entries: dict[int, _BoundaryEntry] = {}   # by id(source)
         self._lock = threading.Lock()
 
     def get(self, x: torch.Tensor, data: str):
-        entry = self._entries.get(id(x))
+        entry = self.entries.get(id(x))
         if entry is None or entry.ref() is not x:
             return None
         if entry.data == data:
@@ -67,11 +68,11 @@ class _BoundaryCache:
 
     def put_alias(self, x: torch.Tensor, data: str, narrowed: torch.Tensor) -> None:
         """`x` is `narrowed` widened by a pending convert (to_device's int64 ids)."""
-        self._store(x, data, None, narrowed, _ID_TENSOR)
+        self._store(x, data, None, narrowed, ID_TENSOR)
 
     def _store(self, x: torch.Tensor, data: str, alias, narrowed: torch.Tensor, buffer) -> None:
         key = id(x)
-        entries = self._entries
+        entries = self.entries
 
         def forget(ref, key=key) -> None:
             current = entries.get(key)
@@ -83,32 +84,48 @@ class _BoundaryCache:
 
     def clear(self) -> None:
         with self._lock:
-            self._entries.clear()
+            self.entries.clear()
+
+    def id_tensors(self) -> list[torch.Tensor]:
+        """`to_device`'s live int64 tensors that still hold their pending convert."""
+        found = []
+        for entry in list(self.entries.values()):
+            tensor = entry.ref()
+            if tensor is not None and entry.buffer == ID_TENSOR and entry.data == _xc.data_id(tensor):
+                found.append(tensor)
+        return found
+
+    def drop(self, x: torch.Tensor, entry: _BoundaryEntry) -> None:
+        """Forget `x`'s entry if it is still `entry`."""
+        with self._lock:
+            if self.entries.get(id(x)) is entry:
+                del self.entries[id(x)]
 
 
-_BOUNDARY = _BoundaryCache()
+BOUNDARY = BoundaryCache()
 
 
-def _narrow_alias(x: torch.Tensor) -> torch.Tensor | None:
+def narrow_alias(x: torch.Tensor) -> torch.Tensor | None:
     """The int32 device data behind an int64 tensor `to_device` made (int64 as PyTorch
     sees it, a pending convert of int32 device data as XLA holds it), while the tensor
     still holds exactly that; else None."""
-    entry = _BOUNDARY._entries.get(id(x))
-    if entry is None or entry.ref() is not x or entry.buffer != _ID_TENSOR or entry.data != _xc.data_id(x):
+    entry = BOUNDARY.entries.get(id(x))
+    if entry is None or entry.ref() is not x or entry.buffer != ID_TENSOR or entry.data != _xc.data_id(x):
         return None
     return entry.narrowed
 
 
-_ID_TENSOR = "to_device"   # the buffer-id slot of the _BOUNDARY entries `to_device` makes
+ID_TENSOR = "to_device"   # the buffer-id slot of the BOUNDARY entries `to_device` makes
 
 
 def held_over(wide: torch.Tensor, narrowed: torch.Tensor) -> torch.Tensor:
     """`wide`, whose pending IR widens `narrowed` (int64 as PyTorch sees it over int32
     device data), kept as every such tensor of x64guard's is (`to_device`'s ids, what a
     sync without arguments kept int64): x64guard's programs read `narrowed` through it
-    (`_narrow_alias`), and it is a GuardedTensor, so that its reads, and those of what is
+    (`narrow_alias`), and it is a GuardedTensor, so that its reads, and those of what is
     computed from it, run narrowed."""
-    _BOUNDARY.put_alias(wide, _xc.data_id(wide), narrowed)
+    BOUNDARY.put_alias(wide, _xc.data_id(wide), narrowed)
+    LIVE.keep([wide])
     return _reads.guarded(wide)
 
 
@@ -118,7 +135,7 @@ def widened_ids() -> list[str]:
     sync (`torch_xla.sync()`, `xm.mark_step()`) materialized the convert. Each is named
     once: its entry is dropped (x64guard's programs cast such a tensor on the host)."""
     found = []
-    for entry in list(_BOUNDARY._entries.values()):
+    for entry in list(BOUNDARY.entries.values()):
         x = entry.ref()
         if x is not None and (name := _take_widened_id(x)) is not None:
             found.append(name)
@@ -127,13 +144,11 @@ def widened_ids() -> list[str]:
 
 def _take_widened_id(x: torch.Tensor) -> str | None:
     """`x`'s shape and dtype if it is one of `widened_ids`' tensors (its entry dropped); else None."""
-    entry = _BOUNDARY._entries.get(id(x))
-    if entry is None or entry.ref() is not x or entry.buffer != _ID_TENSOR or x.dtype not in _INTEGER_NARROW \
+    entry = BOUNDARY.entries.get(id(x))
+    if entry is None or entry.ref() is not x or entry.buffer != ID_TENSOR or x.dtype not in _INTEGER_NARROW \
             or entry.data == _xc.data_id(x) or _xc.needs_materialization([x])[0]:
         return None
-    with _BOUNDARY._lock:
-        if _BOUNDARY._entries.get(id(x)) is entry:
-            del _BOUNDARY._entries[id(x)]
+    BOUNDARY.drop(x, entry)
     return f"{str(x.dtype).removeprefix('torch.')}{list(x.shape)}"
 
 
@@ -156,7 +171,7 @@ def _check_host_range(x: torch.Tensor, dtype: torch.dtype, path: str) -> None:
         raise _range_error(path, lo if lo < info.min else hi, dtype)
 
 
-def _narrow_on_host(x: torch.Tensor, dtype: torch.dtype, path: str, overflow: str = "error") -> torch.Tensor:
+def narrow_on_host(x: torch.Tensor, dtype: torch.dtype, path: str, overflow: str = "error") -> torch.Tensor:
     """A 64-bit host tensor as `dtype`, on the host. Integers that do not fit raise
     (overflow 'error', always for inputs: x64guard never wraps them), or saturate or wrap
     as asked (constants the graph makes, like the core pass's constants)."""
@@ -172,11 +187,11 @@ def _narrow_on_host(x: torch.Tensor, dtype: torch.dtype, path: str, overflow: st
 def narrow_through_host(x: torch.Tensor, dtype: torch.dtype, path: str, device: torch.device,
                         overflow: str = "error") -> torch.Tensor:
     """A 64-bit tensor (host, or device data read back) as `dtype` data on `device`,
-    narrowed on the host (`_narrow_on_host`: range-checked, or saturated or wrapped as
+    narrowed on the host (`narrow_on_host`: range-checked, or saturated or wrapped as
     asked), so that no 64-bit program runs on the device; a 0-dim value is sent as
     device data, never frozen into a graph as a constant."""
     with _xc.device_data_transfers():
-        return _narrow_on_host(x.detach().cpu(), dtype, path, overflow).to(device)
+        return narrow_on_host(x.detach().cpu(), dtype, path, overflow).to(device)
 
 
 def _narrow_on_device(x: torch.Tensor, dtype: torch.dtype, path: str, device: str) -> torch.Tensor:
@@ -186,7 +201,7 @@ def _narrow_on_device(x: torch.Tensor, dtype: torch.dtype, path: str, device: st
     anyway, and no 64-bit integer program runs on the device (ids and indices, what
     int64 device data mostly is, are small). A float tensor (a float64 parameter, often
     large) is cast on the device by a program of its own."""
-    alias = _narrow_alias(x)
+    alias = narrow_alias(x)
     if alias is not None:     # an id tensor made by to_device: its int32 data, no device cast
         return alias
     widened = _take_widened_id(x)
@@ -195,7 +210,7 @@ def _narrow_on_device(x: torch.Tensor, dtype: torch.dtype, path: str, device: st
     pending = _xc.needs_materialization([x])[0]
     data = None if pending else _xc.data_id(x)
     if data is not None:
-        cached = _BOUNDARY.get(x, data)
+        cached = BOUNDARY.get(x, data)
         if cached is not None:
             return cached
     if x.dtype in _INTEGER_NARROW:
@@ -206,12 +221,12 @@ def _narrow_on_device(x: torch.Tensor, dtype: torch.dtype, path: str, device: st
         narrowed = _boundary_program(tuple(x.shape), x.dtype, dtype).run([x.detach()])[0]
     _COUNTERS["boundary_casts"] += 1
     if data is not None:
-        _BOUNDARY.put(x, data, narrowed)
+        BOUNDARY.put(x, data, narrowed)
     return narrowed
 
 
 @functools.lru_cache(maxsize=512)
-def _boundary_program(shape: tuple, wide: torch.dtype, narrow: torch.dtype) -> "_Program":
+def _boundary_program(shape: tuple, wide: torch.dtype, narrow: torch.dtype) -> "Program":
     """The boundary cast of a float tensor as a compiled program of its own, run from
     torch-xla's cache (building and hashing a lazy graph for it on every call cost ~0.5 ms)."""
     import jax
@@ -226,10 +241,10 @@ def _boundary_program(shape: tuple, wide: torch.dtype, narrow: torch.dtype) -> "
 
     with jax_private.x64_enabled():
         text = jax.jit(cast).lower(jax.ShapeDtypeStruct(shape, jnp.dtype(JAX_DTYPE_NAME[wide]))).as_text()
-    return _Program(text, [(shape, wide)], _device(), counted=False)
+    return Program(text, [(shape, wide)], _device(), counted=False)
 
 
-def _to_program_input(x, dtype: torch.dtype, path: str, device: torch.device, device_str: str) -> torch.Tensor:
+def to_program_input(x, dtype: torch.dtype, path: str, device: torch.device, device_str: str) -> torch.Tensor:
     """One input as the narrowed program takes it: an XLA tensor of `dtype`."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x64guard.torch_xla: input {path}: expected a tensor, got {type(x).__name__}")

@@ -13,7 +13,7 @@ from typing import Sequence
 import torch
 
 from x64guard.torch_xla import _private as _xc
-from x64guard.torch_xla.boundary import _narrow_on_host
+from x64guard.torch_xla.boundary import narrow_on_host
 
 # Entries hold the device data they narrowed, so that its buffer, whose address is the key,
 # cannot be freed and reused by other data while the entry lives. Bounded: the index tables
@@ -44,7 +44,7 @@ def narrowed_constants(values: Sequence[torch.Tensor], dtypes: Sequence[torch.dt
         return results
     hosted = _xc.cpu_tensors([value for _, _, value, _ in missing])
     with _xc.device_data_transfers():
-        narrowed = [_narrow_on_host(host, dtype, where).to(device) for host, (_, _, _, dtype) in zip(hosted, missing)]
+        narrowed = [narrow_on_host(host, dtype, where).to(device) for host, (_, _, _, dtype) in zip(hosted, missing)]
     with _LOCK:
         for (k, key, value, _), moved in zip(missing, narrowed):
             results[k] = moved

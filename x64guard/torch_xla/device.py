@@ -10,6 +10,7 @@ import torch
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla.base import _INTEGER_NARROW, NARROW_DTYPE, _device
 from x64guard.torch_xla.boundary import held_over, narrow_through_host, widened_ids
+from x64guard.torch_xla.live import LIVE
 
 
 def to_device(obj: Any, device: "torch.device | str | None" = None):
@@ -66,11 +67,14 @@ def _tensor_to_device(x: torch.Tensor, target: torch.device, path: str, keep_int
     x = x.detach()
     narrow = NARROW_DTYPE.get(x.dtype)
     if narrow is None:
-        return x.to(target)
+        moved = x.to(target)
+        LIVE.keep([moved])     # what a sync without arguments computes (live.py)
+        return moved
     wide = x.dtype
     # already on a device at 64 bits: narrowed on the host, not by a 64-bit device graph
     moved = narrow_through_host(x, narrow, path, target)
     if not keep_integer_dtype or wide not in _INTEGER_NARROW:
+        LIVE.keep([moved])
         return moved
     # int64 data stays int64 as PyTorch sees it (one_hot, cross_entropy's targets, int64
     # arithmetic: eager's semantics), while XLA holds the int32 data: a pending convert
@@ -89,4 +93,5 @@ def _module_to_device(module: torch.nn.Module, target: torch.device) -> torch.nn
     for name, buffer in module.named_buffers(remove_duplicate=False):
         if id(buffer) not in memo:
             memo[id(buffer)] = _tensor_to_device(buffer, target, f"buffer {name}", keep_integer_dtype=False)
+    LIVE.keep(list(memo.values()))   # parameters and buffers: what a sync without arguments computes
     return copy.deepcopy(module, memo)

@@ -12,7 +12,7 @@ from x64guard.findings import Finding, Kind
 from x64guard.modes import Mode, resolve_mode, resolve_overflow
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla.base import _COUNTERS, NARROW_DTYPE, _device
-from x64guard.torch_xla.boundary import _to_program_input
+from x64guard.torch_xla.boundary import to_program_input
 from x64guard.torch_xla.failures import _narrowing_for, _refusal, _torch_xla_failures
 from x64guard.torch_xla.source import run_node_by_node
 from x64guard.torch_xla.tracing import _outputs, _program_inputs, _Source, _Specialization, _trace
@@ -139,7 +139,7 @@ def narrow_exported(exported_program, *, mode: "Mode | str | None" = None, overf
     for k, source in enumerate(spec.sources):
         if source.kind == "arg":
             if source.index in state_positions:
-                spec.sources[k] = _Source("const", value=_to_program_input(
+                spec.sources[k] = _Source("const", value=to_program_input(
                     state_positions[source.index], spec.dtypes[k], source.path, device, str(device)), path=source.path)
             else:
                 source.index = user_positions[source.index]

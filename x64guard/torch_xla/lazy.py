@@ -22,12 +22,13 @@ from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla import reads as _reads
 from x64guard.torch_xla import share as _share
 from x64guard.torch_xla.base import _COUNTERS, NARROW_DTYPE, _device, excluded_source_dirs
-from x64guard.torch_xla.boundary import _BOUNDARY, _ID_TENSOR, _narrow_alias, held_over
+from x64guard.torch_xla.boundary import BOUNDARY, held_over, narrow_alias
 from x64guard.torch_xla.constants import narrowed_constants
 from x64guard.torch_xla.failures import _narrow_module, _refusal, _torch_xla_failures
 from x64guard.torch_xla.lowering import ScalarUse, _read_lowering, scalar_input, scalar_uses
 from x64guard.torch_xla.overflow import guard
-from x64guard.torch_xla.program import _Program
+from x64guard.torch_xla.live import LIVE, SyncTarget, scan, targets_of
+from x64guard.torch_xla.program import Program
 from x64guard.torch_xla.rng import RngStates
 from x64guard.torch_xla.source import StackSourceMap
 from x64guard.torch_xla.tracing import _TRACE_LOCK, _rng_words
@@ -37,21 +38,13 @@ from x64guard.torch_xla.tracing import _TRACE_LOCK, _rng_words
 class _LazyProgram:
     """A lazy graph (by torch-xla's graph hash) narrowed and compiled, for `sync`."""
 
-    program: _Program
+    program: Program
     dtypes: list[torch.dtype]          # per module parameter, what the program takes
     seed_index: int | None             # the position of torch-xla's seed among the graph's inputs
     rng: RngStates | None
     result: NarrowResult
     stablehlo: str
     scalars: dict[int, ScalarUse]      # per 64-bit integer scalar parameter: its sentinels, where it is used
-
-
-class _SyncTarget(NamedTuple):
-    """A tensor a sync computes and replaces with its narrowed result."""
-
-    path: str              # a name for messages
-    tensor: torch.Tensor
-    is_state: bool         # a parameter, gradient, buffer or optimizer state (must already be 32-bit)
 
 
 class _LazyProgramCache:
@@ -100,7 +93,7 @@ class _LazyProgramCache:
             self._programs.clear()
 
 
-_LAZY_PROGRAMS = _LazyProgramCache()
+LAZY_PROGRAMS = _LazyProgramCache()
 
 
 def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") -> None:
@@ -140,14 +133,9 @@ def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") 
     policy = resolve_overflow(overflow).value
     device = _device()
     if keep:
-        _sync_tensors(_pending_tensors(keep), resolved, policy, device)
+        _sync_tensors(targets_of(keep), resolved, policy, device)
         return
-    # No arguments, the drop-in for torch_xla.sync(): every pending XLA tensor.
-    _sync_refusing(_live_pending_tensors(young_only=True), resolved, policy, device)
-    left = _left_pending(str(device))
-    if left:    # something older than the last collections, or never seen: look everywhere
-        _sync_refusing(_live_pending_tensors(young_only=False, wanted=set(left)), resolved, policy, device)
-        left = _left_pending(str(device))
+    left = _sync_live(resolved, policy, device)
     if left:
         shapes = ", ".join(shape for shape in list(left.values())[:6]) + (", ..." if len(left) > 6 else "")
         finding = Finding(Kind.SYNC_PENDING, Severity.WARNING, "sync", "the lazy step",
@@ -158,6 +146,26 @@ def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") 
         import warnings
 
         warnings.warn(X64GuardWarning(f"x64guard.torch_xla.sync: {finding.message}"), stacklevel=2)
+
+
+def _sync_live(resolved: Mode, policy: str, device: torch.device) -> dict[int, str]:
+    """The drop-in sync: the tensors x64guard tracks (live.py); then, only when torch-xla's
+    live-tensor report still names pending tensors, those the collector's young generations
+    hold, then those of the whole heap. What stays pending even then (torch-xla tensor id ->
+    shape), for the caller to warn about."""
+    device_str = str(device)
+    candidates = LIVE.candidates()
+    _sync_refusing(_live_targets(candidates), resolved, policy, device)
+    left = _left_pending(device_str)
+    known = {id(t) for t in candidates}
+    for young_only in (True, False):
+        if not left:
+            break
+        found = scan(young_only, known)
+        known.update(id(t) for t in found)
+        _sync_refusing(_live_targets(found, wanted=set(left)), resolved, policy, device)
+        left = _left_pending(device_str)
+    return left
 
 
 @contextlib.contextmanager
@@ -184,28 +192,28 @@ def step(*, mode: "Mode | str | None" = None, overflow: str = "error") -> Iterat
     torch op in it pays a small Python call; do not wrap compiled functions in it."""
     resolved, policy = (None if mode is None else resolve_mode(mode)), resolve_overflow(overflow).value
     # torch-xla records each op's Python stack meanwhile: findings of the step's graphs name its lines
-    with _reads.NarrowedReads(functools.partial(_read_narrowed, mode=resolved, policy=policy)), \
+    with _reads.NarrowedReads(functools.partial(read_narrowed, mode=resolved, policy=policy)), \
             _xc.python_frames_recorded():
         yield
 
 
-def _read_narrowed(tensor: torch.Tensor, *, mode: Mode | None, policy: str) -> torch.Tensor:
+def read_narrowed(tensor: torch.Tensor, *, mode: Mode | None, policy: str) -> torch.Tensor:
     """Run `tensor`'s pending graph narrowed; return its narrowed device data. A tensor
-    narrowed to another dtype becomes a pending convert of that data (`_narrow_alias`),
+    narrowed to another dtype becomes a pending convert of that data (`narrow_alias`),
     so that PyTorch still sees its dtype."""
-    alias = _narrow_alias(tensor)
+    alias = narrow_alias(tensor)
     if alias is not None:
         return alias
     resolved = mode or resolve_mode(None)
-    _sync_tensors([_SyncTarget("a tensor read in the step", tensor, False)], resolved, policy, _device(),
+    _sync_tensors([SyncTarget("a tensor read in the step", tensor, False)], resolved, policy, _device(),
                   keep_dtypes=True)
-    alias = _narrow_alias(tensor)
+    alias = narrow_alias(tensor)
     return alias if alias is not None else tensor.detach()
 
 
 def _take_keeping_dtype(tensor: torch.Tensor, narrowed: torch.Tensor) -> None:
     """`tensor` takes `narrowed`, its value at 32 bits, and keeps its own dtype: a pending
-    convert of that data, which x64guard's programs read through (`_narrow_alias`, as
+    convert of that data, which x64guard's programs read through (`narrow_alias`, as
     `to_device`'s ids), and a GuardedTensor, so that a read of it runs narrowed too (a
     plain tensor's `.cpu()` would have torch-xla compile the convert, at 64 bits)."""
     _xc.replace_data(tensor, narrowed.to(tensor.dtype))
@@ -222,7 +230,7 @@ class _Refused(NamedTuple):
 _REFUSED: dict[int, _Refused] = {}   # by id(tensor)
 
 
-def _sync_refusing(tensors: list[_SyncTarget], resolved: Mode, policy: str,
+def _sync_refusing(tensors: list[SyncTarget], resolved: Mode, policy: str,
                    device: torch.device) -> None:
     """_sync_tensors for a sync without arguments: tensors it refused (an overflow, a
     64-bit parameter) stay pending, as torch-xla left them, and later syncs without
@@ -245,7 +253,7 @@ def _refused_before(tensor: torch.Tensor) -> bool:
     return entry is not None and entry.ref() is tensor and entry.data == _xc.data_id(tensor)
 
 
-def _sync_tensors(tensors: list[_SyncTarget], resolved: Mode, policy: str, device: torch.device,
+def _sync_tensors(tensors: list[SyncTarget], resolved: Mode, policy: str, device: torch.device,
                   keep_dtypes: bool = False) -> None:
     """Run the joint pending graph of `tensors` narrowed; each tensor takes its result:
     narrowed (an int64 loss becomes int32), or with `keep_dtypes` its own dtype kept
@@ -262,10 +270,10 @@ def _sync_tensors(tensors: list[_SyncTarget], resolved: Mode, policy: str, devic
     key = (resolved, policy, _xc.graph_hash(pending))
     with _TRACE_LOCK:
         ids, values = _xc.graph_inputs(pending)
-        lazy = _LAZY_PROGRAMS.get(key)
+        lazy = LAZY_PROGRAMS.get(key)
         if lazy is None:    # (looked up under the trace lock: two threads do not compile one graph twice)
             lazy = _compile_lazy(pending, ids, values, resolved, policy, device)
-            _LAZY_PROGRAMS.put(key, lazy)
+            LAZY_PROGRAMS.put(key, lazy)
         taken = [value for k, value in enumerate(values) if k != lazy.seed_index]
         dtypes = lazy.dtypes[:len(taken)]
         # sentinel scalars (lowering.scalar_input) are narrowed by their own rule; the other
@@ -287,104 +295,26 @@ def _sync_tensors(tensors: list[_SyncTarget], resolved: Mode, policy: str, devic
     _COUNTERS["calls"] += 1
 
 
-def _pending_tensors(keep: Sequence[Any]) -> list[_SyncTarget]:
-    """The XLA tensors with pending IR among `keep` (each once)."""
-    found: dict[int, _SyncTarget] = {}
-
-    def add(path: str, value: Any, state: bool = False) -> None:
-        if isinstance(value, torch.Tensor):
-            if value.device.type == "xla" and id(value) not in found:
-                found[id(value)] = _SyncTarget(path, value, state)
-        elif isinstance(value, torch.nn.Module):
-            for name, parameter in value.named_parameters():
-                add(f"parameter {name}", parameter, True)
-                if parameter.grad is not None:
-                    add(f"gradient of {name}", parameter.grad, True)
-            for name, buffer in value.named_buffers():
-                add(f"buffer {name}", buffer, True)
-        elif isinstance(value, torch.optim.Optimizer):
-            for group in value.param_groups:
-                for parameter in group["params"]:
-                    add("an optimized parameter", parameter, True)
-                    for name, state_value in value.state.get(parameter, {}).items():
-                        add(f"optimizer state {name!r}", state_value, True)
-        elif isinstance(value, dict):
-            for k, v in value.items():
-                add(str(k), v)
-        elif isinstance(value, (list, tuple)):
-            for i, v in enumerate(value):
-                add(f"item {i}", v)
-
-    for k, value in enumerate(keep):
-        add(f"argument {k}", value)
-    items = [item for item in found.values() if _narrow_alias(item.tensor) is None]   # to_device's ids stay as they are
-    flags = _xc.needs_materialization([t for _, t, _ in items]) if items else []
-    return [item for item, pending in zip(items, flags) if pending]
-
-
-_LONG_LIVED: dict[int, weakref.ref] = {}   # XLA tensors scans found, in the order first found
-
-
-def _live_pending_tensors(young_only: bool, wanted: set[int] | None = None) -> list[_SyncTarget]:
-    """Every live XLA tensor with pending IR that Python holds: the tensors scans found
-    before (parameters, optimizer state: long-lived; first, in a stable order, so that
-    each step lowers the same graph), those of the garbage
-    collector's young generations (what the step made), and the gradients of parameters;
-    with `young_only=False`, every object the collector tracks (slow: about 0.3 s with
-    transformers loaded; done when torch-xla's report says something stayed pending).
-    `wanted`: torch-xla tensor ids to look for."""
-    import gc
-
-    candidates: dict[int, torch.Tensor] = {}
-    for key, ref in list(_LONG_LIVED.items()):
-        tensor = ref()
-        if tensor is None:
-            _LONG_LIVED.pop(key, None)
-        else:
-            candidates[key] = tensor
-    generations = (0, 1) if young_only else (None,)
-    fresh: dict[int, torch.Tensor] = {}
-    for generation in generations:
-        objects = gc.get_objects() if generation is None else gc.get_objects(generation)
-        for obj in objects:
-            try:
-                found = isinstance(obj, torch.Tensor) and obj.device.type == "xla" and id(obj) not in candidates
-            except ReferenceError:  # a weakref.proxy whose referent died: the collector still lists it
-                continue
-            found = found and id(obj) not in fresh and _xc.is_xla_tensor(obj)   # not a fake tensor dynamo holds
-            if found:
-                fresh[id(obj)] = _xc.owned(obj)
-        del objects
-    # in the order torch-xla made them (its tensor ids count up), not the collector's, which
-    # changes as collections move objects: each step then lowers the same graph (a tiny
-    # Falcon's logits and loss swapped places at step 4, and a third program was compiled)
-    for key, tensor in sorted(fresh.items(), key=lambda item: _xc.tensor_id(item[1])):
-        candidates[key] = tensor
-        _LONG_LIVED[key] = _xc.TensorRef(tensor)   # seen once: found again when older
-    for tensor in list(candidates.values()):
-        try:
-            grad = tensor.grad if isinstance(tensor, torch.nn.Parameter) or tensor.is_leaf else None
-        except RuntimeError:    # a no_grad view whose base changed in place: autograd refuses to say
-            continue
-        if isinstance(grad, torch.Tensor) and grad.device.type == "xla":
-            candidates.setdefault(id(grad), grad)
+def _live_targets(tensors: list[torch.Tensor], wanted: set[int] | None = None) -> list[SyncTarget]:
+    """The pending ones of `tensors` (`wanted`: torch-xla tensor ids to keep), but
+    to_device's int64 tensors and the copies of them (dynamo's detached inputs: their
+    convert too), and tensors whose data a plain XLA tensor's cannot replace (left
+    pending, and reported with the rest of what stayed pending)."""
     aliases = _alias_data_ids()
-    tensors = []
-    for t in candidates.values():
-        if _narrow_alias(t) is not None:
+    kept = []
+    for t in tensors:
+        if narrow_alias(t) is not None:
             continue
-        if _xc.data_id(t) in aliases:      # a copy of to_device's ids (dynamo's detached input): its convert too
+        if _xc.data_id(t) in aliases:
             _ALIAS_COPIES[_xc.tensor_id(t)] = _xc.TensorRef(t)
             continue
-        tensors.append(t)
+        kept.append(t)
     if wanted is not None:
-        tensors = [t for t in tensors if _xc.tensor_id(t) in wanted]
-    if not tensors:
+        kept = [t for t in kept if _xc.tensor_id(t) in wanted]
+    if not kept:
         return []
-    flags = _xc.needs_materialization(tensors)
-    # a tensor whose data cannot be replaced by a plain XLA tensor's is left pending (and
-    # reported with the rest of what stayed pending) rather than failing the sync
-    return [_SyncTarget(_live_name(t), t, isinstance(t, torch.nn.Parameter)) for t, pending in zip(tensors, flags)
+    flags = _xc.needs_materialization(kept)
+    return [SyncTarget(_live_name(t), t, isinstance(t, torch.nn.Parameter)) for t, pending in zip(kept, flags)
             if pending and _xc.takes_device_data(t)]
 
 
@@ -398,22 +328,13 @@ _ALIAS_COPIES: dict[int, weakref.ref] = {}   # torch-xla tensor id -> a copy of 
 
 def _alias_data_ids() -> set[str]:
     """The pending converts to_device's live int64 ids hold (`data_id`)."""
-    found = set()
-    for entry in list(_BOUNDARY._entries.values()):
-        tensor = entry.ref()
-        if tensor is not None and entry.buffer == _ID_TENSOR and entry.data == _xc.data_id(tensor):
-            found.add(entry.data)
-    return found
+    return {_xc.data_id(tensor) for tensor in BOUNDARY.id_tensors()}
 
 
 def _left_pending(device: str) -> dict[int, str]:
     """torch-xla tensor id -> shape of every XLA tensor still pending, but to_device's ids
     (and the copies of them scans found)."""
-    aliases = set()
-    for entry in list(_BOUNDARY._entries.values()):
-        tensor = entry.ref()
-        if tensor is not None and entry.buffer == _ID_TENSOR and entry.data == _xc.data_id(tensor):
-            aliases.add(_xc.tensor_id(tensor))
+    aliases = {_xc.tensor_id(tensor) for tensor in BOUNDARY.id_tensors()}
     for key, ref in list(_ALIAS_COPIES.items()):
         if ref() is None:
             _ALIAS_COPIES.pop(key, None)
@@ -450,6 +371,6 @@ def _compile_lazy(pending: list[torch.Tensor], ids: list, values: list, mode: Mo
     if rng is not None:
         in_types.append((rng.input_shape(), torch.int32))
     with _torch_xla_failures("sync", "compiling the narrowed program"):
-        program = _Program(result.text, in_types, device, checks=checks,
-                           share_key=_share.fingerprint(result.module, in_types, device_str))
+        program = Program(result.text, in_types, device, checks=checks,
+                          share_key=_share.fingerprint(result.module, in_types, device_str))
     return _LazyProgram(program, dtypes, seed_index, rng, result, text, scalars)

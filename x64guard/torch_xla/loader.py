@@ -11,7 +11,7 @@ import torch
 from x64guard.errors import X64GuardError
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla.base import _INTEGER_NARROW, NARROW_DTYPE, _device
-from x64guard.torch_xla.boundary import _narrow_on_host, held_over
+from x64guard.torch_xla.boundary import narrow_on_host, held_over
 
 
 class _Refusal:
@@ -77,7 +77,7 @@ def _narrowed_batch(batch: Any, index: int) -> list:
     for x, path in zip(leaves, paths):
         target = NARROW_DTYPE.get(x.dtype) if x.device.type == "cpu" else None
         wide.append(x.dtype if target is not None and x.dtype in _INTEGER_NARROW else None)
-        narrowed.append(x if target is None else _narrow_on_host(x, target, path))
+        narrowed.append(x if target is None else narrow_on_host(x, target, path))
     return [narrowed, _Layout(spec, wide)]
 
 

@@ -20,7 +20,7 @@ from x64guard.torch_xla.overflow import OverflowChecks, describe
 _PROGRAM_IDS = itertools.count()
 
 
-class _Program:
+class Program:
     """A narrowed StableHLO module as one op of torch-xla's lazy graph, compiled into
     torch-xla's computation cache and run from there (`_run_cached_graph`).
 
@@ -101,7 +101,7 @@ class _Program:
 
 
 def _with_anchor_argument(module_text: str) -> str:
-    """`module_text` with one more, unused, argument: an int32 scalar (`_Program`'s anchor)."""
+    """`module_text` with one more, unused, argument: an int32 scalar (`Program`'s anchor)."""
     from x64guard.io import modules as xmlir
     from x64guard.passes.ir_queries import main_function
     from x64guard.passes.rewriter import Rewriter

@@ -32,6 +32,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla.live import LIVE
 
 _TENSOR = torch._C.TensorBase
 # reads that return Python values: computed from the narrowed value as they are
@@ -131,9 +132,9 @@ _GUARDED_TORCH_FUNCTION = GuardedTensor.__dict__["__torch_function__"]
 
 
 def _read_narrowed_default(tensor: torch.Tensor) -> torch.Tensor:
-    from x64guard.torch_xla.lazy import _read_narrowed   # lazy.py imports this module
+    from x64guard.torch_xla.lazy import read_narrowed   # lazy.py imports this module
 
-    return _read_narrowed(tensor, mode=None, policy="error")
+    return read_narrowed(tensor, mode=None, policy="error")
 
 
 def _reclassed(result, args: tuple, kwargs: dict):
@@ -147,9 +148,12 @@ def _reclassed(result, args: tuple, kwargs: dict):
     if type(result) not in (torch.Tensor, GuardedTensor):    # a Parameter, another subclass, not a tensor
         return result
     cls = GuardedTensor if result.device.type == "xla" else torch.Tensor
-    if type(result) is cls or any(result is arg for arg in _tensors_of(args, kwargs)):
+    if any(result is arg for arg in _tensors_of(args, kwargs)):
         return result
-    result.__class__ = cls
+    if cls is GuardedTensor:
+        LIVE.note_made(result)     # what a sync without arguments computes (live.py)
+    if type(result) is not cls:
+        result.__class__ = cls
     return result
 
 

@@ -37,7 +37,7 @@ def fingerprint(module, in_types: Sequence[tuple[tuple[int, ...], Any]], device:
 class Compiled:
     """One compiled program as torch-xla holds it: the computation, its name, the
     lazy graph's hash (the key of torch-xla's computation cache), its parameter order,
-    result dtypes and HLO text. Shared by every `_Program` whose module has its
+    result dtypes and HLO text. Shared by every `Program` whose module has its
     fingerprint; alive while one of them is."""
 
     __slots__ = ("name", "computation", "order", "out_dtypes", "hlo", "graph", "__weakref__")

@@ -17,11 +17,11 @@ from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla import share as _share
 from x64guard.torch_xla.base import _COUNTERS, NARROW_DTYPE
-from x64guard.torch_xla.boundary import _BOUNDARY, _narrow_alias, _to_program_input, narrow_through_host
+from x64guard.torch_xla.boundary import BOUNDARY, narrow_alias, to_program_input, narrow_through_host
 from x64guard.torch_xla.failures import _narrow_module, _refusal, _torch_xla_failures, _TraceWatch
 from x64guard.torch_xla.lowering import _read_lowering
 from x64guard.torch_xla.overflow import guard
-from x64guard.torch_xla.program import _Program
+from x64guard.torch_xla.program import Program
 from x64guard.torch_xla.repairs import _TorchXlaRepairs
 from x64guard.torch_xla.rng import RngStates, openxla_next_seed
 from x64guard.torch_xla.source import SourceMap, node_source
@@ -66,7 +66,7 @@ class _Owner(NamedTuple):
 class _Specialization:
     """One traced, narrowed and compiled graph, and how to call it."""
 
-    program: _Program | None       # None when the graph returns no tensor
+    program: Program | None       # None when the graph returns no tensor
     sources: list[_Source]
     dtypes: list[torch.dtype]       # what each program parameter takes
     out_spec: Any
@@ -164,8 +164,8 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
                                                    device)
     del outputs, out_tensors, values, inputs     # the trace's tensors go before the compile
     with _torch_xla_failures(path, "compiling the narrowed program"):
-        program = _Program(result.text, in_types, device, checks=checks,
-                           share_key=_share.fingerprint(result.module, in_types, device_str))
+        program = Program(result.text, in_types, device, checks=checks,
+                          share_key=_share.fingerprint(result.module, in_types, device_str))
     return _Specialization(program, sources, dtypes, out_spec, out_leaves, result, lowering.text,
                            rng=lowering.rng).prepare()
 
@@ -182,7 +182,7 @@ def _trace_inputs(args: Sequence, paths: Sequence[str], attrs: dict[str, torch.T
     call)."""
     positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
     inputs = _TraceInputs(positions, paths, list(args), {}, {})
-    aliases = {i: _narrow_alias(args[i]) for i in positions if args[i].device.type == "xla"} if not keep_wide \
+    aliases = {i: narrow_alias(args[i]) for i in positions if args[i].device.type == "xla"} if not keep_wide \
         else {}
     lazy = [args[i] for i in positions if args[i].device.type == "xla" and aliases.get(i) is None]
     if lazy:
@@ -340,7 +340,7 @@ def _program_inputs(spec: _Specialization, args: Sequence, attr: Callable[[str],
     data (a parameter) costs one identity lookup."""
     inputs = []
     append = inputs.append
-    entries = _BOUNDARY._entries
+    entries = BOUNDARY.entries
     data_id = _xc.data_id_function()
     for kind, payload, dtype, path in spec.plan:
         if kind == _CONST:
@@ -358,7 +358,7 @@ def _program_inputs(spec: _Specialization, args: Sequence, attr: Callable[[str],
             if entry is not None and entry.ref() is x and entry.data == data_id(x):
                 append(entry.narrowed)
                 continue
-        append(_to_program_input(x, dtype, path, device, device_str))
+        append(to_program_input(x, dtype, path, device, device_str))
     return inputs
 
 
