@@ -29,7 +29,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
-import re
 import threading
 from typing import Any, NamedTuple, Sequence
 
@@ -42,7 +41,6 @@ from x64guard import user_place
 from x64guard.errors import X64GuardWarning
 from x64guard.findings import Finding, Kind, Location, Severity
 
-_WIDE_TYPE = re.compile(r"\b(?:s64|u64|f64|c128)\[")
 _COMPILE = threading.local()   # the x64guard frame compile in progress on this thread
 class _GraphBreak(NamedTuple):
     """A graph break dynamo reported in a frame compiled for x64guard."""
@@ -139,7 +137,7 @@ def note_pending_inputs(args: Sequence, paths: Sequence[str], is_alias) -> None:
         return
     flags = _xc.needs_materialization([t for _, t in tensors])
     wide = [f"{_input_name(path)} ({str(t.dtype).removeprefix('torch.')}{list(t.shape)})"
-            for (path, t), pending in zip(tensors, flags) if pending and _WIDE_TYPE.search(_xc.hlo_text([t]))]
+            for (path, t), pending in zip(tensors, flags) if pending and holds_wide_type([t], str(t.device))]
     if not wide:
         return
     location = Location.at("the compiled function")
@@ -152,6 +150,23 @@ def note_pending_inputs(args: Sequence, paths: Sequence[str], is_alias) -> None:
                "width, unnarrowed. Remove the graph break (TORCH_LOGS=graph_breaks shows each) or move the 64-bit "
                "work inside the compiled code")
     _warn(Finding(Kind.OUTSIDE_GRAPH, Severity.WARNING, "graph break", location, message))
+
+
+def holds_wide_type(tensors: list, device: str) -> bool:
+    """Whether the pending graph of `tensors` holds a type x64guard narrows: the type
+    table's `is_wide` over its StableHLO's block arguments and results."""
+    from x64guard.io import modules as xmlir
+    from x64guard.passes.driver import collect
+    from x64guard.passes.ir_queries import is_wide
+
+    module, _ = xmlir.load(_xc.stablehlo_text(tensors, device), trusted=True)
+    for op in collect(module).ops:
+        if any(is_wide(result.type) for result in op.results):
+            return True
+        if any(is_wide(argument.type) for region in op.regions for block in region.blocks
+               for argument in block.arguments):
+            return True
+    return False
 
 
 def _input_name(path: str) -> str:
@@ -225,7 +240,7 @@ def materialize_inputs(tensors: list, device: str) -> None:
     key = _xc.graph_hash(tensors)
     narrow = _INPUT_GRAPHS.get(key)
     if narrow is None:
-        narrow = _INPUT_GRAPHS[key] = not _WIDE_TYPE.search(_xc.hlo_text(tensors))
+        narrow = _INPUT_GRAPHS[key] = not holds_wide_type(tensors, device)
         while len(_INPUT_GRAPHS) > 256:
             _INPUT_GRAPHS.popitem(last=False)
     with _xc.own_compiles() if narrow else contextlib.nullcontext():
