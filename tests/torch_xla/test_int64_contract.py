@@ -221,10 +221,10 @@ def test_lazy_loop_with_sync_and_no_arguments_leaves_nothing_64bit_on_the_device
 
 
 def test_sync_with_no_arguments_warns_about_what_it_cannot_reach(monkeypatch):
-    """A pending tensor Python does not hold (here: hidden from the scan) is reported
+    """A pending tensor Python does not hold (here: untracked, and hidden from the scan) is reported
     loudly, never left silently to torch-xla's unnarrowed graph."""
     held = torch.ones(3, device=DEVICE) * 2
-    monkeypatch.setattr(xt.lazy, "_live_pending_tensors", lambda young_only, wanted=None: [])
+    monkeypatch.setattr(xt.lazy, "scan", lambda young_only, known: [])
     with pytest.warns(x64guard.X64GuardWarning, match="torch-xla will compute them at full width"):
         xt.sync()
     monkeypatch.undo()
