@@ -8,8 +8,7 @@ import contextlib
 import dataclasses
 import functools
 import threading
-import weakref
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Any, Iterator
 
 import torch
 
@@ -22,7 +21,7 @@ from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla import reads as _reads
 from x64guard.torch_xla import share as _share
 from x64guard.torch_xla.base import _COUNTERS, NARROW_DTYPE, _device, excluded_source_dirs
-from x64guard.torch_xla.boundary import BOUNDARY, held_over, narrow_alias
+from x64guard.torch_xla.boundary import held_over, narrow_alias
 from x64guard.torch_xla.constants import narrowed_constants
 from x64guard.torch_xla.failures import _narrow_module, _refusal, _torch_xla_failures
 from x64guard.torch_xla.lowering import ScalarUse, _read_lowering, scalar_input, scalar_uses
@@ -155,16 +154,16 @@ def _sync_live(resolved: Mode, policy: str, device: torch.device) -> dict[int, s
     shape), for the caller to warn about."""
     device_str = str(device)
     candidates = LIVE.candidates()
-    _sync_refusing(_live_targets(candidates), resolved, policy, device)
-    left = _left_pending(device_str)
+    _sync_refusing(LIVE.targets(candidates), resolved, policy, device)
+    left = LIVE.left_pending(device_str)
     known = {id(t) for t in candidates}
     for young_only in (True, False):
         if not left:
             break
         found = scan(young_only, known)
         known.update(id(t) for t in found)
-        _sync_refusing(_live_targets(found, wanted=set(left)), resolved, policy, device)
-        left = _left_pending(device_str)
+        _sync_refusing(LIVE.targets(found, wanted=set(left)), resolved, policy, device)
+        left = LIVE.left_pending(device_str)
     return left
 
 
@@ -220,37 +219,17 @@ def _take_keeping_dtype(tensor: torch.Tensor, narrowed: torch.Tensor) -> None:
     held_over(tensor, narrowed)
 
 
-class _Refused(NamedTuple):
-    """A tensor a sync without arguments refused, as it was then: not taken again."""
-
-    ref: weakref.ref
-    data: str            # its pending computation (`_private.data_id`)
-
-
-_REFUSED: dict[int, _Refused] = {}   # by id(tensor)
-
-
 def _sync_refusing(tensors: list[SyncTarget], resolved: Mode, policy: str,
                    device: torch.device) -> None:
     """_sync_tensors for a sync without arguments: tensors it refused (an overflow, a
     64-bit parameter) stay pending, as torch-xla left them, and later syncs without
     arguments leave them alone instead of refusing again for an earlier step."""
-    for key, refused in list(_REFUSED.items()):
-        if refused.ref() is None:
-            _REFUSED.pop(key, None)
-    tensors = [item for item in tensors if not _refused_before(item.tensor)]
+    tensors = [item for item in tensors if not LIVE.refused_before(item.tensor)]
     try:
         _sync_tensors(tensors, resolved, policy, device, keep_dtypes=True)
     except X64GuardError:
-        for _, tensor, _ in tensors:
-            _REFUSED[id(tensor)] = _Refused(_xc.TensorRef(tensor), _xc.data_id(tensor))
+        LIVE.note_refused([tensor for _, tensor, _ in tensors])
         raise
-
-
-def _refused_before(tensor: torch.Tensor) -> bool:
-    """Whether `tensor` holds exactly the computation a sync without arguments refused."""
-    entry = _REFUSED.get(id(tensor))
-    return entry is not None and entry.ref() is tensor and entry.data == _xc.data_id(tensor)
 
 
 def _sync_tensors(tensors: list[SyncTarget], resolved: Mode, policy: str, device: torch.device,
@@ -293,58 +272,6 @@ def _sync_tensors(tensors: list[SyncTarget], resolved: Mode, policy: str, device
         else:
             _xc.replace_data(tensor, result)
     _COUNTERS["calls"] += 1
-
-
-def _live_targets(tensors: list[torch.Tensor], wanted: set[int] | None = None) -> list[SyncTarget]:
-    """The pending ones of `tensors` (`wanted`: torch-xla tensor ids to keep), but
-    to_device's int64 tensors and the copies of them (dynamo's detached inputs: their
-    convert too), and tensors whose data a plain XLA tensor's cannot replace (left
-    pending, and reported with the rest of what stayed pending)."""
-    aliases = _alias_data_ids()
-    kept = []
-    for t in tensors:
-        if narrow_alias(t) is not None:
-            continue
-        if _xc.data_id(t) in aliases:
-            _ALIAS_COPIES[_xc.tensor_id(t)] = _xc.TensorRef(t)
-            continue
-        kept.append(t)
-    if wanted is not None:
-        kept = [t for t in kept if _xc.tensor_id(t) in wanted]
-    if not kept:
-        return []
-    flags = _xc.needs_materialization(kept)
-    return [SyncTarget(_live_name(t), t, isinstance(t, torch.nn.Parameter)) for t, pending in zip(kept, flags)
-            if pending and _xc.takes_device_data(t)]
-
-
-def _live_name(tensor: torch.Tensor) -> str:
-    kind = "a parameter" if isinstance(tensor, torch.nn.Parameter) else "a tensor"
-    return f"{kind} {str(tensor.dtype).removeprefix('torch.')}{list(tensor.shape)}"
-
-
-_ALIAS_COPIES: dict[int, weakref.ref] = {}   # torch-xla tensor id -> a copy of to_device's ids a scan found
-
-
-def _alias_data_ids() -> set[str]:
-    """The pending converts to_device's live int64 ids hold (`data_id`)."""
-    return {_xc.data_id(tensor) for tensor in BOUNDARY.id_tensors()}
-
-
-def _left_pending(device: str) -> dict[int, str]:
-    """torch-xla tensor id -> shape of every XLA tensor still pending, but to_device's ids
-    (and the copies of them scans found)."""
-    aliases = {_xc.tensor_id(tensor) for tensor in BOUNDARY.id_tensors()}
-    for key, ref in list(_ALIAS_COPIES.items()):
-        if ref() is None:
-            _ALIAS_COPIES.pop(key, None)
-        else:
-            aliases.add(key)
-    for refused in list(_REFUSED.values()):
-        tensor = refused.ref()
-        if tensor is not None and _refused_before(tensor):
-            aliases.add(_xc.tensor_id(tensor))
-    return {tensor_id: shape for tensor_id, shape in _xc.pending_tensor_report(device) if tensor_id not in aliases}
 
 
 def _compile_lazy(pending: list[torch.Tensor], ids: list, values: list, mode: Mode, overflow: str,

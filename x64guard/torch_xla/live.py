@@ -18,6 +18,7 @@ into it with no owner object at hand; one process has one set of live XLA tensor
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Iterable, NamedTuple
 
 import torch
@@ -34,13 +35,23 @@ class SyncTarget(NamedTuple):
     is_state: bool         # a parameter, gradient, buffer or optimizer state (must already be 32-bit)
 
 
+class _Refused(NamedTuple):
+    """A tensor a sync without arguments refused, as it was then: not taken again."""
+
+    ref: weakref.ref
+    data: str            # its pending computation (`_private.data_id`)
+
+
 class LiveTensors:
-    """The XLA tensors x64guard made or was given, weakly (see the module's docstring)."""
+    """The XLA tensors x64guard made or was given, weakly (see the module's docstring), and
+    those a sync without arguments leaves pending on purpose."""
 
     def __init__(self) -> None:
         self.kept = WeakIdKeyDictionary()
         self.made = WeakIdKeyDictionary()
         self._lock = threading.Lock()
+        self.refused: dict[int, _Refused] = {}              # by id(tensor): refused, not taken again
+        self.alias_copies: dict[int, weakref.ref] = {}      # torch-xla tensor id -> a copy of to_device's ids
 
     def keep(self, tensors: Iterable[torch.Tensor]) -> None:
         with self._lock:
@@ -62,6 +73,64 @@ class LiveTensors:
             if grad is not None:
                 found.setdefault(id(grad), grad)
         return list(found.values())
+
+    def targets(self, tensors: list[torch.Tensor], wanted: set[int] | None = None) -> list[SyncTarget]:
+        """The pending ones of `tensors` (`wanted`: torch-xla tensor ids to keep), but
+        to_device's int64 tensors and the copies of them (dynamo's detached inputs: their
+        convert too), and tensors whose data a plain XLA tensor's cannot replace (left
+        pending, and reported with the rest of what stayed pending)."""
+        from x64guard.torch_xla.boundary import BOUNDARY, narrow_alias
+
+        aliases = {_xc.data_id(tensor) for tensor in BOUNDARY.id_tensors()}
+        kept = []
+        for t in tensors:
+            if narrow_alias(t) is not None:
+                continue
+            if _xc.data_id(t) in aliases:
+                self.alias_copies[_xc.tensor_id(t)] = _xc.TensorRef(t)
+                continue
+            kept.append(t)
+        if wanted is not None:
+            kept = [t for t in kept if _xc.tensor_id(t) in wanted]
+        if not kept:
+            return []
+        flags = _xc.needs_materialization(kept)
+        return [SyncTarget(_live_name(t), t, isinstance(t, torch.nn.Parameter)) for t, pending in zip(kept, flags)
+                if pending and _xc.takes_device_data(t)]
+
+    def note_refused(self, tensors: list[torch.Tensor]) -> None:
+        for key, refused in list(self.refused.items()):
+            if refused.ref() is None:
+                self.refused.pop(key, None)
+        for tensor in tensors:
+            self.refused[id(tensor)] = _Refused(_xc.TensorRef(tensor), _xc.data_id(tensor))
+
+    def refused_before(self, tensor: torch.Tensor) -> bool:
+        """Whether `tensor` holds exactly the computation a sync without arguments refused."""
+        entry = self.refused.get(id(tensor))
+        return entry is not None and entry.ref() is tensor and entry.data == _xc.data_id(tensor)
+
+    def left_pending(self, device: str) -> dict[int, str]:
+        """torch-xla tensor id -> shape of every XLA tensor still pending (torch-xla's
+        live-tensor report), but to_device's ids, the copies of them, and what was refused."""
+        from x64guard.torch_xla.boundary import BOUNDARY
+
+        aliases = {_xc.tensor_id(tensor) for tensor in BOUNDARY.id_tensors()}
+        for key, ref in list(self.alias_copies.items()):
+            if ref() is None:
+                self.alias_copies.pop(key, None)
+            else:
+                aliases.add(key)
+        for refused in list(self.refused.values()):
+            tensor = refused.ref()
+            if tensor is not None and self.refused_before(tensor):
+                aliases.add(_xc.tensor_id(tensor))
+        return {tensor_id: shape for tensor_id, shape in _xc.pending_tensor_report(device) if tensor_id not in aliases}
+
+
+def _live_name(tensor: torch.Tensor) -> str:
+    kind = "a parameter" if isinstance(tensor, torch.nn.Parameter) else "a tensor"
+    return f"{kind} {str(tensor.dtype).removeprefix('torch.')}{list(tensor.shape)}"
 
 
 def leaf_grad(tensor: torch.Tensor) -> "torch.Tensor | None":

@@ -35,13 +35,13 @@ from typing import Any, NamedTuple, Sequence
 import torch
 
 from x64guard.torch_xla import _private as _xc
-from x64guard.torch_xla import reads as _reads
 from x64guard.torch_xla.base import excluded_source_dirs
 from x64guard import user_place
 from x64guard.errors import X64GuardWarning
 from x64guard.findings import Finding, Kind, Location, Severity
 
-_COMPILE = threading.local()   # the x64guard frame compile in progress on this thread
+
+
 class _GraphBreak(NamedTuple):
     """A graph break dynamo reported in a frame compiled for x64guard."""
 
@@ -50,9 +50,23 @@ class _GraphBreak(NamedTuple):
     line: int | None
 
 
-_RECENT_BREAKS: list[_GraphBreak] = []   # of x64guard frames, newest last
-_GRAPHS = [0]   # graphs dynamo gave the backend (backend() calls)
-_GRAPH_CALLS = [0]   # calls of the backend's compiled graphs
+class OutsideRecord:
+    """What this module counts about the process's torch-xla work, in one object: one per
+    process, as torch-xla's compile counter and dynamo's compile callbacks are (an object
+    the user held could disagree with another about the same process-wide counters)."""
+
+    def __init__(self) -> None:
+        self.compile = threading.local()     # the x64guard frame compile in progress on this thread
+        self.recent_breaks: list[_GraphBreak] = []   # of x64guard frames, newest last
+        self.graphs = 0                      # graphs dynamo gave the backend (backend() calls)
+        self.graph_calls = 0                 # calls of the backend's compiled graphs
+        self.theirs: int | None = None       # torch-xla's own compiles at the last sync (None: no baseline yet)
+        self.calls_at_sync = 0               # graph_calls at the last sync
+        # graph hash -> no 64-bit type, of the pending inputs materialize_inputs computed
+        self.input_graphs: "collections.OrderedDict[bytes, bool]" = collections.OrderedDict()
+
+
+RECORD = OutsideRecord()
 
 
 # ============================================================================ the backend
@@ -62,17 +76,20 @@ def is_x64guard_backend(backend) -> bool:
 
 
 def arm() -> None:
-    """Register the compile callbacks (again: torch._dynamo.reset() clears them); every
-    entry point of x64guard.torch_xla calls this."""
+    """Register the compile callbacks (again: torch._dynamo.reset() clears them), and take
+    the lazy loop's compile baseline at the first call; every entry point of
+    x64guard.torch_xla calls this (importing the package needs neither)."""
     _xc.compile_callbacks(_on_compile_start, _on_compile_end)
+    if RECORD.theirs is None:
+        start_lazy_count()
 
 
 def note_graph() -> None:
-    _GRAPHS[0] += 1
+    RECORD.graphs += 1
 
 
 def note_graph_call() -> None:
-    _GRAPH_CALLS[0] += 1
+    RECORD.graph_calls += 1
 
 
 class _FrameCompile(NamedTuple):
@@ -90,8 +107,7 @@ def _on_compile_start(args) -> None:
     """Before dynamo traces a frame for backend='x64guard': RNN modules are traced (dynamo
     skips nn.LSTM/GRU/RNN unless allow_rnn is set: the whole forward then ran eagerly at 64
     bits, 0 graphs), restored when the frame is compiled."""
-    _reads.compiling(True)    # any backend's frame: GuardedTensor is a plain tensor to dynamo
-    if getattr(_COMPILE, "state", None) is not None:
+    if getattr(RECORD.compile, "state", None) is not None:
         return
     backend, code = _xc.compiling_frame()
     if not is_x64guard_backend(backend):
@@ -101,25 +117,25 @@ def _on_compile_start(args) -> None:
     patch = torch._dynamo.config.patch(allow_rnn=True)
     patch.__enter__()
     reasons, skips = _xc.dynamo_records()
-    _COMPILE.state = _FrameCompile(patch, len(reasons), skips, _GRAPHS[0], library, code)
+    RECORD.compile.state = _FrameCompile(patch, len(reasons), skips, RECORD.graphs, library, code)
 
 
 def _on_compile_end(args) -> None:
-    _reads.compiling(False)
-    state = getattr(_COMPILE, "state", None)
+    state = getattr(RECORD.compile, "state", None)
     if state is None:
         return
-    _COMPILE.state = None
+    RECORD.compile.state = None
     patch, breaks_before, skips_before, graphs_before, library, code = state
     patch.__exit__(None, None, None)
     reasons, skips = _xc.dynamo_records()
     for reason in reasons[breaks_before:]:
         frame = reason.user_stack[-1] if reason.user_stack else None
         first = reason.reason.strip().splitlines()[0] if reason.reason.strip() else "a graph break"
-        _RECENT_BREAKS.append(_GraphBreak(first, frame.filename if frame else None, frame.lineno if frame else None))
-    del _RECENT_BREAKS[:-8]
+        RECORD.recent_breaks.append(_GraphBreak(first, frame.filename if frame else None,
+                                                frame.lineno if frame else None))
+    del RECORD.recent_breaks[:-8]
     gave_up = [key.strip().splitlines()[0] for key, count in skips.items() if count > skips_before.get(key, 0)]
-    if gave_up and _GRAPHS[0] == graphs_before and not library:
+    if gave_up and RECORD.graphs == graphs_before and not library:
         where = Location.source(code.co_filename, code.co_firstlineno, None, code.co_name)
         _warn(Finding(Kind.OUTSIDE_GRAPH, Severity.WARNING, "skipped frame", where,
                       f"dynamo gave x64guard no graph for a frame ({'; '.join(gave_up)}): it runs eagerly on "
@@ -141,9 +157,9 @@ def note_pending_inputs(args: Sequence, paths: Sequence[str], is_alias) -> None:
     if not wide:
         return
     location = Location.at("the compiled function")
-    breaks = [f"{reason} at {file}:{line}" if file else reason for reason, file, line in _RECENT_BREAKS[-2:]]
-    if _RECENT_BREAKS and _RECENT_BREAKS[-1].file:
-        location = Location.source(_RECENT_BREAKS[-1].file, _RECENT_BREAKS[-1].line, None)
+    breaks = [f"{reason} at {file}:{line}" if file else reason for reason, file, line in RECORD.recent_breaks[-2:]]
+    if RECORD.recent_breaks and RECORD.recent_breaks[-1].file:
+        location = Location.source(RECORD.recent_breaks[-1].file, RECORD.recent_breaks[-1].line, None)
     message = (f"a graph given to x64guard takes {', '.join(wide[:4])}{', ...' if len(wide) > 4 else ''} computed "
                f"outside any x64guard graph, with 64-bit types, after a graph break "
                f"({'; '.join(breaks) or 'dynamo recorded none'}); torch-xla computes that code eagerly, at full "
@@ -185,14 +201,11 @@ def _warn(finding: Finding) -> None:
 
 # ============================================================================ the lazy loop
 
-_LAZY = {"theirs": 0, "graph_calls": 0}   # torch-xla's own compiles and the backend's graph calls at the last sync
-
-
 def start_lazy_count() -> None:
     """The baseline: torch-xla's own compiles before x64guard.torch_xla was imported are
     not the lazy loop's."""
-    _LAZY["theirs"] = _xc.compile_count() - _xc.own_compile_count()
-    _LAZY["graph_calls"] = _GRAPH_CALLS[0]
+    RECORD.theirs = _xc.compile_count() - _xc.own_compile_count()
+    RECORD.calls_at_sync = RECORD.graph_calls
 
 
 # Why torch-xla compiled graphs of its own, and what to do, per path: a step that ran
@@ -216,17 +229,14 @@ def check_lazy_reads() -> None:
     x64guard) since the previous sync: a mid-step read, code dynamo left between the
     backend's graphs, or torch_xla.sync() itself ran them at full width."""
     theirs = _xc.compile_count() - _xc.own_compile_count()
-    new, _LAZY["theirs"] = theirs - _LAZY["theirs"], theirs
-    backend_calls, _LAZY["graph_calls"] = _GRAPH_CALLS[0] - _LAZY["graph_calls"], _GRAPH_CALLS[0]
+    new, RECORD.theirs = theirs - (theirs if RECORD.theirs is None else RECORD.theirs), theirs
+    backend_calls, RECORD.calls_at_sync = RECORD.graph_calls - RECORD.calls_at_sync, RECORD.graph_calls
     if new <= 0:
         return
     advice = _LAZY_READ_ADVICE["backend" if backend_calls > 0 else "lazy"]
     message = (f"torch-xla compiled {new} graph(s) of its own since the previous x64guard.torch_xla.sync; they "
                f"ran at full width, unnarrowed (64-bit types stay 64-bit there). {advice}")
     _warn(Finding(Kind.LAZY_READ, Severity.WARNING, "sync", "the lazy step", message))
-
-
-_INPUT_GRAPHS: "collections.OrderedDict[bytes, bool]" = collections.OrderedDict()   # graph hash -> no 64-bit type
 
 
 def materialize_inputs(tensors: list, device: str) -> None:
@@ -238,11 +248,11 @@ def materialize_inputs(tensors: list, device: str) -> None:
     if not tensors:
         return
     key = _xc.graph_hash(tensors)
-    narrow = _INPUT_GRAPHS.get(key)
+    narrow = RECORD.input_graphs.get(key)
     if narrow is None:
-        narrow = _INPUT_GRAPHS[key] = not holds_wide_type(tensors, device)
-        while len(_INPUT_GRAPHS) > 256:
-            _INPUT_GRAPHS.popitem(last=False)
+        narrow = RECORD.input_graphs[key] = not holds_wide_type(tensors, device)
+        while len(RECORD.input_graphs) > 256:
+            RECORD.input_graphs.popitem(last=False)
     with _xc.own_compiles() if narrow else contextlib.nullcontext():
         _xc.materialize(tensors, device)
 

@@ -13,20 +13,18 @@ then read the narrowed value; the tensor keeps its dtype):
   propagates the subclass to every tensor computed from them, so the reads of those run
   narrowed with no scope at all: the drop-in `x64guard.torch_xla.sync()` loop needs no
   `step()`. Moving to the host gives a plain tensor: the subclass is the device's.
-  While dynamo compiles a frame (any backend) the subclass's `__torch_function__` is
-  switched off (`compiling`): dynamo then traces it as a plain tensor (with it on, every
-  `torch.nn.functional` call on it broke the graph: `handle_torch_function`), and a read
-  dynamo traces is a graph break of its own anyway. Process-wide while a compile runs: a
-  read in another thread meanwhile goes to torch-xla (the next sync warns, `lazy-read`).
-  A frame dynamo compiles while those callbacks are not registered (`torch._dynamo.reset()`
-  clears them) traces `__torch_function__` itself: it then runs the op as a plain tensor's
-  (`torch.compiler.is_dynamo_compiling()`), instead of tracing x64guard's read machinery
-  (ids moved before a reset reached the graph as int32: `take_along_dim` failed).
+  While dynamo compiles a frame (any backend) it traces the subclass's
+  `__torch_function__`, which then runs the op as a plain tensor's
+  (`torch.compiler.is_dynamo_compiling()`): dynamo sees plain tensor ops, no read machinery
+  (tests/torch_xla/test_reads.py: a classifier calling `Tensor.to` compiles to one graph,
+  no break; when dynamo traced x64guard's read machinery instead, ids moved before a
+  `torch._dynamo.reset()` reached the graph as int32 and `take_along_dim` failed). Nothing
+  is switched process-wide while a compile runs (until issue 35 the class's
+  `__torch_function__` was swapped for PyTorch's disabled one from dynamo's compile
+  callbacks).
 """
 
 from __future__ import annotations
-
-import threading
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -34,7 +32,7 @@ from torch.overrides import TorchFunctionMode
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla.live import LIVE
 
-_TENSOR = torch._C.TensorBase
+_TENSOR = torch.Tensor   # its reads are TensorBase's methods, the objects torch functions are called with
 # reads that return Python values: computed from the narrowed value as they are
 _VALUE_READS = frozenset({_TENSOR.item, _TENSOR.__bool__, _TENSOR.__int__, _TENSOR.__float__, _TENSOR.__index__,
                           _TENSOR.tolist})
@@ -114,21 +112,25 @@ class GuardedTensor(torch.Tensor):
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if torch.compiler.is_dynamo_compiling():   # dynamo traces this (its callbacks were not armed): a plain op
-            with torch._C.DisableTorchFunctionSubclass():
-                return func(*args, **kwargs)
+        if torch.compiler.is_dynamo_compiling():   # dynamo traces this: a plain tensor's op
+            return _plain(func, args, kwargs)
         if func in READS:
             result = narrowed_read(func, args, kwargs, _read_narrowed_default)
             if result is not NOT_A_READ:
                 return _reclassed(result, args, kwargs)
-        with torch._C.DisableTorchFunctionSubclass():
-            result = func(*args, **kwargs)
+        result = _plain(func, args, kwargs)
         return result if func in _NOT_TENSORS else _reclassed(result, args, kwargs)
+
+
+def _plain(func, args: tuple, kwargs: dict):
+    """`func(*args, **kwargs)` as on plain tensors: `torch.Tensor`'s own `__torch_function__`
+    (subclasses' switched off meanwhile; with `torch.Tensor` as the class, the result is not
+    converted to a subclass)."""
+    return torch.Tensor.__torch_function__(func, (torch.Tensor,), args, kwargs)
 
 
 # what `Tensor.__torch_function__` leaves as it is (torch/_tensor.py: `get_default_nowrap_functions`)
 _NOT_TENSORS = frozenset(torch.overrides.get_default_nowrap_functions())
-_GUARDED_TORCH_FUNCTION = GuardedTensor.__dict__["__torch_function__"]
 
 
 def _read_narrowed_default(tensor: torch.Tensor) -> torch.Tensor:
@@ -173,17 +175,3 @@ def guarded(tensor: torch.Tensor) -> torch.Tensor:
     if type(tensor) is torch.Tensor:
         tensor.__class__ = GuardedTensor
     return tensor
-
-
-_COMPILING = {"depth": 0}
-_COMPILING_LOCK = threading.Lock()
-
-
-def compiling(started: bool) -> None:
-    """Dynamo starts (`True`) or ends compiling a frame: GuardedTensor is a plain tensor to
-    it meanwhile (`__torch_function__` switched to PyTorch's disabled one, as
-    `nn.Parameter` has it), and itself again after the last compile in progress ends."""
-    with _COMPILING_LOCK:
-        _COMPILING["depth"] = max(0, _COMPILING["depth"] + (1 if started else -1))
-        GuardedTensor.__torch_function__ = torch._C._disabled_torch_function_impl if _COMPILING["depth"] else \
-            _GUARDED_TORCH_FUNCTION
