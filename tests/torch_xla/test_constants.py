@@ -21,7 +21,7 @@ def test_out_of_range_constant_is_refused_and_not_cached():
     value = torch.tensor([2**40, 1]).to(device)
     with pytest.raises(x64guard.X64GuardError, match="1099511627776 does not fit in int32"):
         constants.narrowed_constants([value], [torch.int32], "an input of the lazy graph", device)
-    assert _xc.data_id(value) not in constants._NARROWED
+    assert _xc.data_id(value) not in constants.CONSTANTS.entries
 
 
 @pytest.mark.filterwarnings("ignore::x64guard.X64GuardWarning")

@@ -15,40 +15,50 @@ import torch
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla.boundary import narrow_on_host
 
-# Entries hold the device data they narrowed, so that its buffer, whose address is the key,
-# cannot be freed and reused by other data while the entry lives. Bounded: the index tables
-# torch-xla uploads afresh on every step pass through without piling up.
-_LIMIT = 256
-_NARROWED: "OrderedDict[str, tuple[torch.Tensor, torch.Tensor]]" = OrderedDict()
-_LOCK = threading.Lock()
+class NarrowedConstants:
+    """Narrowed copies of 64-bit device data, by the data's identity (`_private.data_id`),
+    least recently used first. Entries hold the device data they narrowed, so that its
+    buffer, whose address is the key, cannot be freed and reused by other data while the
+    entry lives. Bounded: the index tables torch-xla uploads afresh on every step pass
+    through without piling up. One per process, as the device buffers it is keyed by."""
 
+    limit = 256
 
-def narrowed_constants(values: Sequence[torch.Tensor], dtypes: Sequence[torch.dtype], where: str,
-                       device: torch.device) -> list[torch.Tensor]:
-    """`values` (XLA device data) as `dtypes`: each 64-bit one narrowed on the host, range-
-    checked (a value that does not fit raises, never wraps), then sent back as device data."""
-    results: list = list(values)
-    missing = []
-    with _LOCK:
-        for k, (value, dtype) in enumerate(zip(values, dtypes)):
-            if value.dtype is dtype:
-                continue
-            key = _xc.data_id(value)
-            entry = _NARROWED.get(key)
-            if entry is not None and entry[1].dtype is dtype:
-                _NARROWED.move_to_end(key)
-                results[k] = entry[1]
-            else:
-                missing.append((k, key, value, dtype))
-    if not missing:
+    def __init__(self) -> None:
+        self.entries: "OrderedDict[str, tuple[torch.Tensor, torch.Tensor]]" = OrderedDict()
+        self._lock = threading.Lock()
+
+    def narrowed(self, values: Sequence[torch.Tensor], dtypes: Sequence[torch.dtype], where: str,
+                 device: torch.device) -> list[torch.Tensor]:
+        """`values` (XLA device data) as `dtypes`: each 64-bit one narrowed on the host, range-
+        checked (a value that does not fit raises, never wraps), then sent back as device data."""
+        results: list = list(values)
+        missing = []
+        with self._lock:
+            for k, (value, dtype) in enumerate(zip(values, dtypes)):
+                if value.dtype is dtype:
+                    continue
+                key = _xc.data_id(value)
+                entry = self.entries.get(key)
+                if entry is not None and entry[1].dtype is dtype:
+                    self.entries.move_to_end(key)
+                    results[k] = entry[1]
+                else:
+                    missing.append((k, key, value, dtype))
+        if not missing:
+            return results
+        hosted = _xc.cpu_tensors([value for _, _, value, _ in missing])
+        with _xc.device_data_transfers():
+            narrowed = [narrow_on_host(host, dtype, where).to(device)
+                        for host, (_, _, _, dtype) in zip(hosted, missing)]
+        with self._lock:
+            for (k, key, value, _), moved in zip(missing, narrowed):
+                results[k] = moved
+                self.entries[key] = (value, moved)
+            while len(self.entries) > self.limit:
+                self.entries.popitem(last=False)
         return results
-    hosted = _xc.cpu_tensors([value for _, _, value, _ in missing])
-    with _xc.device_data_transfers():
-        narrowed = [narrow_on_host(host, dtype, where).to(device) for host, (_, _, _, dtype) in zip(hosted, missing)]
-    with _LOCK:
-        for (k, key, value, _), moved in zip(missing, narrowed):
-            results[k] = moved
-            _NARROWED[key] = (value, moved)
-        while len(_NARROWED) > _LIMIT:
-            _NARROWED.popitem(last=False)
-    return results
+
+
+CONSTANTS = NarrowedConstants()
+narrowed_constants = CONSTANTS.narrowed

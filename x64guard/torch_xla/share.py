@@ -51,20 +51,29 @@ class Compiled:
         self.graph = b""
 
 
-_SHARED: "weakref.WeakValueDictionary[str, Compiled]" = weakref.WeakValueDictionary()
-_LOCK = threading.Lock()
-COUNTS = {"shared": 0}
+class SharedPrograms:
+    """The live compiled programs by fingerprint (weakly: a program lives while a `Program`
+    uses it), and how many times one was shared. One per process, as torch-xla's
+    computation cache the programs are compiled into."""
+
+    def __init__(self) -> None:
+        self.programs: "weakref.WeakValueDictionary[str, Compiled]" = weakref.WeakValueDictionary()
+        self.shared = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: str | None, build: Callable[[], Compiled]) -> Compiled:
+        """The compiled program of `key`, built (and compiled) by `build` only when no live
+        program has that fingerprint; `key=None` never shares."""
+        if key is None:
+            return build()
+        with self._lock:
+            found = self.programs.get(key)
+            if found is not None:
+                self.shared += 1
+                return found
+            compiled = self.programs[key] = build()
+            return compiled
 
 
-def shared(key: str | None, build: Callable[[], Compiled]) -> Compiled:
-    """The compiled program of `key`, built (and compiled) by `build` only when no live
-    program has that fingerprint; `key=None` never shares."""
-    if key is None:
-        return build()
-    with _LOCK:
-        found = _SHARED.get(key)
-        if found is not None:
-            COUNTS["shared"] += 1
-            return found
-        compiled = _SHARED[key] = build()
-        return compiled
+SHARED = SharedPrograms()
+shared = SHARED.get
