@@ -11,8 +11,10 @@ Each sync without arguments takes those, and the gradients of the kept leaves.
 What it does not know (optimizer state made by the optimizer, a loss computed only from a
 batch moved with `.to(device)`) torch-xla's live-tensor report names after the sync; only
 then does `scan` read the collector's young generations, and the whole heap if that is not
-enough (module-level because `GuardedTensor.__torch_function__`, a classmethod, registers
-into it with no owner object at hand; one process has one set of live XLA tensors).
+enough; what a scan found is kept from then on, so that a steady loop reads no heap.
+
+`LIVE` is module-level: `GuardedTensor.__torch_function__`, a classmethod, registers into it
+with no owner object at hand, and one process has one set of live XLA tensors.
 """
 
 from __future__ import annotations
