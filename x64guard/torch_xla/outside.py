@@ -35,6 +35,7 @@ from typing import Any, NamedTuple, Sequence
 import torch
 
 from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla import reads as _reads
 from x64guard.torch_xla.base import excluded_source_dirs
 from x64guard import user_place
 from x64guard.errors import X64GuardWarning
@@ -107,6 +108,7 @@ def _on_compile_start(args) -> None:
     """Before dynamo traces a frame for backend='x64guard': RNN modules are traced (dynamo
     skips nn.LSTM/GRU/RNN unless allow_rnn is set: the whole forward then ran eagerly at 64
     bits, 0 graphs), restored when the frame is compiled."""
+    _reads.compiling(True)    # any backend's frame: GuardedTensor is a plain tensor to dynamo
     if getattr(RECORD.compile, "state", None) is not None:
         return
     backend, code = _xc.compiling_frame()
@@ -121,6 +123,7 @@ def _on_compile_start(args) -> None:
 
 
 def _on_compile_end(args) -> None:
+    _reads.compiling(False)
     state = getattr(RECORD.compile, "state", None)
     if state is None:
         return

@@ -13,18 +13,20 @@ then read the narrowed value; the tensor keeps its dtype):
   propagates the subclass to every tensor computed from them, so the reads of those run
   narrowed with no scope at all: the drop-in `x64guard.torch_xla.sync()` loop needs no
   `step()`. Moving to the host gives a plain tensor: the subclass is the device's.
-  While dynamo compiles a frame (any backend) it traces the subclass's
-  `__torch_function__`, which then runs the op as a plain tensor's
-  (`torch.compiler.is_dynamo_compiling()`): dynamo sees plain tensor ops, no read machinery
-  (tests/torch_xla/test_reads.py: a classifier calling `Tensor.to` compiles to one graph,
-  no break; when dynamo traced x64guard's read machinery instead, ids moved before a
-  `torch._dynamo.reset()` reached the graph as int32 and `take_along_dim` failed). Nothing
-  is switched process-wide while a compile runs (until issue 35 the class's
-  `__torch_function__` was swapped for PyTorch's disabled one from dynamo's compile
-  callbacks).
+  While dynamo compiles a frame (any backend) the subclass's `__torch_function__` is
+  switched off (`compiling`): dynamo then traces it as a plain tensor. Process-wide while a
+  compile runs, restored when the last one ends: a read in another thread meanwhile goes
+  to torch-xla (the next sync warns, `lazy-read`). (Left traced, with plain ops under
+  `is_dynamo_compiling()`, a classifier compiled to one graph too, but the model suite's
+  OPT, backend then `x64guard.torch_xla.sync()`, had torch-xla compile an s64 module of
+  the shifted labels: kept until understood.) A frame dynamo compiles while those
+  callbacks are not registered (`torch._dynamo.reset()` clears them) traces
+  `__torch_function__` itself: it then runs the op as a plain tensor's.
 """
 
 from __future__ import annotations
+
+import threading
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -112,7 +114,7 @@ class GuardedTensor(torch.Tensor):
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if torch.compiler.is_dynamo_compiling():   # dynamo traces this: a plain tensor's op
+        if torch.compiler.is_dynamo_compiling():   # dynamo traces this (its callbacks were not armed): a plain op
             return _plain(func, args, kwargs)
         if func in READS:
             result = narrowed_read(func, args, kwargs, _read_narrowed_default)
@@ -131,6 +133,7 @@ def _plain(func, args: tuple, kwargs: dict):
 
 # what `Tensor.__torch_function__` leaves as it is (torch/_tensor.py: `get_default_nowrap_functions`)
 _NOT_TENSORS = frozenset(torch.overrides.get_default_nowrap_functions())
+_GUARDED_TORCH_FUNCTION = GuardedTensor.__dict__["__torch_function__"]
 
 
 def _read_narrowed_default(tensor: torch.Tensor) -> torch.Tensor:
@@ -175,3 +178,17 @@ def guarded(tensor: torch.Tensor) -> torch.Tensor:
     if type(tensor) is torch.Tensor:
         tensor.__class__ = GuardedTensor
     return tensor
+
+
+_COMPILING = {"depth": 0}
+_COMPILING_LOCK = threading.Lock()
+
+
+def compiling(started: bool) -> None:
+    """Dynamo starts (`True`) or ends compiling a frame: GuardedTensor is a plain tensor to
+    it meanwhile (`__torch_function__` switched to PyTorch's disabled one, as
+    `nn.Parameter` has it), and itself again after the last compile in progress ends."""
+    with _COMPILING_LOCK:
+        _COMPILING["depth"] = max(0, _COMPILING["depth"] + (1 if started else -1))
+        GuardedTensor.__torch_function__ = torch._C._disabled_torch_function_impl if _COMPILING["depth"] else \
+            _GUARDED_TORCH_FUNCTION
