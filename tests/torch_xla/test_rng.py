@@ -293,3 +293,27 @@ def test_lazy_loop_with_dropout_runs_narrowed():
     assert losses[-1] < losses[0]
     program = list(xt._LAZY_PROGRAMS.values())[-1]
     assert program.rng is not None and not wide_values_beside_rng_state(program.program.hlo)
+
+
+def test_target_is_passed_to_the_pass():
+    """`target=` reaches the core pass as an argument: x32 keeps the generators' u64
+    state, x32-strict refuses it (compile and narrow_exported alike)."""
+    x = torch.randn(4)
+
+    def draw(v):
+        return v + torch.rand(v.shape, device=v.device)
+
+    xt.compile(draw, target="x32")(x.to(DEVICE))
+    torch._dynamo.reset()
+    with pytest.raises(x64guard.X64GuardError, match="random numbers"):
+        xt.compile(draw, target="x32-strict")(x.to(DEVICE))
+    torch._dynamo.reset()
+
+    class Draw(nn.Module):
+        def forward(self, v):
+            return draw(v)
+
+    exported = torch.export.export(Draw(), (x,))
+    xt.narrow_exported(exported, target="x32")(x)
+    with pytest.raises(x64guard.X64GuardError, match="random numbers"):
+        xt.narrow_exported(exported, target="x32-strict")

@@ -17,7 +17,7 @@ from x64guard.torch_xla import mixed
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla.base import _COUNTERS, BACKEND_NAME, _device
 from x64guard.torch_xla.boundary import _narrow_alias
-from x64guard.torch_xla.failures import TorchXlaFailure, _narrowing_for, failed_before_trace
+from x64guard.torch_xla.failures import TorchXlaFailure, failed_before_trace
 from x64guard.torch_xla.repairs import DECOMPOSITIONS, _TorchXlaRepairs
 from x64guard.torch_xla.source import run_node_by_node
 from x64guard.torch_xla.tracing import _outputs, _program_inputs, _Specialization, _trace
@@ -153,12 +153,12 @@ class _CompiledGraph:
                 if spec is None:
                     _outside.note_pending_inputs(args, self._paths, _is_alias)
                     run, nodes = _run_located(self._gm)
-                    with _narrowing_for(self._target):
-                        spec = _trace(run, args, self._paths, _graph_attributes(self._gm), mode, self._overflow,
-                                      self.device, expected=self._expected, nodes=nodes, path="backend")
-                        if spec.result is not None and self._findings:
-                            spec.result.findings = self._findings + list(spec.result.findings)
-                        self._cache[key] = spec
+                    spec = _trace(run, args, self._paths, _graph_attributes(self._gm), mode, self._overflow,
+                                  self.device, expected=self._expected, nodes=nodes, path="backend",
+                                  target=self._target)
+                    if spec.result is not None and self._findings:
+                        spec.result.findings = self._findings + list(spec.result.findings)
+                    self._cache[key] = spec
         if spec.program is None:
             return _outputs(spec, [])
         inputs = _program_inputs(spec, args, self._attr, self.device, self._device_str)

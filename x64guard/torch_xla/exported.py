@@ -13,7 +13,7 @@ from x64guard.modes import Mode, resolve_mode, resolve_overflow
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla.base import _COUNTERS, NARROW_DTYPE, _device
 from x64guard.torch_xla.boundary import _to_program_input
-from x64guard.torch_xla.failures import _narrowing_for, _refusal, _torch_xla_failures
+from x64guard.torch_xla.failures import _refusal, _torch_xla_failures
 from x64guard.torch_xla.source import run_node_by_node
 from x64guard.torch_xla.tracing import _outputs, _program_inputs, _Source, _Specialization, _trace
 
@@ -133,8 +133,7 @@ def narrow_exported(exported_program, *, mode: "Mode | str | None" = None, overf
         finally:
             interpreter.env.clear()
 
-    with _narrowing_for(target):
-        spec = _trace(run, flat, paths, {}, resolved, policy, device, nodes=nodes, path="narrow_exported")
+    spec = _trace(run, flat, paths, {}, resolved, policy, device, nodes=nodes, path="narrow_exported", target=target)
     # Parameters, buffers and constants are narrowed once, from the host copies.
     for k, source in enumerate(spec.sources):
         if source.kind == "arg":

@@ -4,7 +4,6 @@ as one line with a workaround, and the core pass run with the target and the mod
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import re
 from typing import Iterator
 
@@ -80,24 +79,11 @@ def _rng_refusal(error: X64GuardError) -> X64GuardError:
         "pass them in, or keep this graph in 64 bits (mode='allow').\n" + str(error), error.findings)
 
 
-# The target profile graphs are narrowed for (`target=` of the backend, compile and
-# narrow_exported), set around their trace.
-_TARGET = contextvars.ContextVar("x64guard_torch_xla_target", default="x32")
-
-
-@contextlib.contextmanager
-def _narrowing_for(target: str) -> Iterator[None]:
-    token = _TARGET.set(target)
+def _narrow_module(module, mode: Mode, overflow: str, sources: SourceMap | None, target: str = "x32") -> NarrowResult:
+    """The core pass on torch-xla's module for the target profile `target`, findings placed
+    at the model's lines."""
     try:
-        yield
-    finally:
-        _TARGET.reset(token)
-
-
-def _narrow_module(module, mode: Mode, overflow: str, sources: SourceMap | None) -> NarrowResult:
-    """The core pass on torch-xla's module, findings placed at the model's lines."""
-    try:
-        result = narrow_module(module, mode=mode, overflow=overflow, target=_TARGET.get())
+        result = narrow_module(module, mode=mode, overflow=overflow, target=target)
     except X64GuardError as exc:
         findings = locate_findings(exc.findings, sources)
         head = str(exc).split("\n", 1)[0]

@@ -103,11 +103,12 @@ _TRACE_LOCK = threading.RLock()   # torch-xla's tracing state (and its process-w
 
 def _trace(run: Callable[[list], Any], args: Sequence, paths: Sequence[str], attrs: dict[str, torch.Tensor],
            mode: Mode, overflow: str, device: torch.device, *, expected: Sequence | None = None,
-           nodes: Sequence[torch.fx.Node] | None = None, path: str = "backend") -> _Specialization:
+           nodes: Sequence[torch.fx.Node] | None = None, path: str = "backend", target: str = "x32"
+           ) -> _Specialization:
     with _TRACE_LOCK, _torch_xla_failures(path, "handling the graph's inputs or outputs"):
         # (torch-xla's own exceptions outside the trace and the lowering, e.g. its replacement
         # GRU's inputs that are no XLA tensors, come as TorchXlaFailure too)
-        return _trace_locked(run, args, paths, attrs, mode, overflow, device, expected, nodes, path)
+        return _trace_locked(run, args, paths, attrs, mode, overflow, device, expected, nodes, path, target)
 
 
 @dataclasses.dataclass
@@ -127,13 +128,14 @@ class _TraceInputs:
 
 def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[str], attrs: dict[str, torch.Tensor],
                   mode: Mode, overflow: str, device: torch.device, expected: Sequence | None,
-                  nodes: Sequence[torch.fx.Node] | None, path: str) -> _Specialization:
+                  nodes: Sequence[torch.fx.Node] | None, path: str, target: str) -> _Specialization:
     """Trace `run(args)` with torch-xla at full width, narrow its StableHLO, compile it.
 
     Tensor inputs are traced on device data of their own (`_trace_inputs`). Each
     parameter of the lowered module is then matched to its owner by device buffer
     (`_parameter_sources`). `nodes`, when the graph is run node by node from trampoline
-    frames, places findings at the model's lines.
+    frames, places findings at the model's lines. `target`: the profile the core pass
+    narrows for (`x64guard.narrow`'s).
     """
     device_str = str(device)
     keep_wide = mode is Mode.ALLOW
@@ -158,7 +160,7 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
     if sources_map is not None:
         sources_map.relocate(lowering.module)
     checks = guard(lowering.module) if not keep_wide else None
-    result = _narrow_module(lowering.module, mode, overflow, sources_map)
+    result = _narrow_module(lowering.module, mode, overflow, sources_map, target)
 
     sources, dtypes, in_types = _parameter_sources(ids, values, args, inputs, lowering.rng, keep_wide, overflow,
                                                    device)
