@@ -39,7 +39,8 @@ The modules, in the order a graph meets them:
     tracing.py    a graph traced, narrowed, compiled; its inputs and outputs on each call
     boundary.py   64-bit tensors cast to 32 bits on their way in (cached per device buffer)
     program.py    a narrowed module as one op of torch-xla's lazy graph
-    overflow.py   int64 arithmetic checked at run time; share.py: programs shared across traces
+    overflow.py   int64 arithmetic checked at run time (the core's passes/overflow_checks.py);
+                  share.py: programs shared across traces
     backend.py    the dynamo backend and `compile`; mixed.py: graphs with a CPU part
     outside.py    64-bit work dynamo leaves outside the graphs, reported
     exported.py   `narrow_exported`; device.py: `to_device`; lazy.py: `sync` and `step`

@@ -26,7 +26,7 @@ from x64guard.torch_xla.boundary import _BOUNDARY, _ID_TENSOR, _narrow_alias, he
 from x64guard.torch_xla.constants import narrowed_constants
 from x64guard.torch_xla.failures import _narrow_module, _refusal, _torch_xla_failures
 from x64guard.torch_xla.lowering import ScalarUse, _read_lowering, scalar_input, scalar_uses
-from x64guard.torch_xla.overflow import guard
+from x64guard.passes.overflow_checks import guard
 from x64guard.torch_xla.program import _Program
 from x64guard.torch_xla.rng import RngStates
 from x64guard.torch_xla.source import StackSourceMap

@@ -14,7 +14,8 @@ from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla import share as _share
 from x64guard.torch_xla.base import _COUNTERS
-from x64guard.torch_xla.overflow import OverflowChecks, describe
+from x64guard.passes.overflow_checks import OverflowChecks
+from x64guard.torch_xla.overflow import describe
 
 
 _PROGRAM_IDS = itertools.count()

@@ -20,7 +20,7 @@ from x64guard.torch_xla.base import _COUNTERS, NARROW_DTYPE
 from x64guard.torch_xla.boundary import _BOUNDARY, _narrow_alias, _to_program_input, narrow_through_host
 from x64guard.torch_xla.failures import _narrow_module, _refusal, _torch_xla_failures, _TraceWatch
 from x64guard.torch_xla.lowering import _read_lowering
-from x64guard.torch_xla.overflow import guard
+from x64guard.passes.overflow_checks import guard
 from x64guard.torch_xla.program import _Program
 from x64guard.torch_xla.repairs import _TorchXlaRepairs
 from x64guard.torch_xla.rng import RngStates, openxla_next_seed
