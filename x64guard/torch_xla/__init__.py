@@ -62,7 +62,6 @@ from x64guard.versions import check_torch_xla_version
 
 check_torch_xla_version()   # before anything else of torch-xla is touched
 
-from x64guard.torch_xla import outside as _outside  # noqa: E402
 from x64guard.torch_xla.backend import backend, compile, compiled_graphs  # noqa: E402
 from x64guard.torch_xla.base import BACKEND_NAME, NARROW_DTYPE, _device, counters  # noqa: E402
 from x64guard.torch_xla.boundary import _narrow_alias  # noqa: E402
@@ -75,6 +74,3 @@ from x64guard.torch_xla.loader import NarrowingDeviceLoader  # noqa: E402
 
 __all__ = ["backend", "compile", "narrow_exported", "to_device", "sync", "step", "NarrowedProgram", "NARROW_DTYPE",
            "counters", "TorchXlaFailure", "GuardedTensor", "NarrowingDeviceLoader"]
-
-_outside.start_lazy_count()
-_outside.arm()

@@ -65,7 +65,10 @@ def is_x64guard_backend(backend) -> bool:
 
 def arm() -> None:
     """Register the compile callbacks (again: torch._dynamo.reset() clears them); every
-    entry point of x64guard.torch_xla calls this."""
+    entry point of x64guard.torch_xla calls this, importing it does not. The first call
+    takes the lazy loop's baseline."""
+    if _LAZY["theirs"] is None:
+        start_lazy_count()
     _xc.compile_callbacks(_on_compile_start, _on_compile_end)
 
 
@@ -170,11 +173,12 @@ def _warn(finding: Finding) -> None:
 
 # ============================================================================ the lazy loop
 
-_LAZY = {"theirs": 0, "graph_calls": 0}   # torch-xla's own compiles and the backend's graph calls at the last sync
+# torch-xla's own compiles and the backend's graph calls at the last sync (None: x64guard not used yet)
+_LAZY = {"theirs": None, "graph_calls": 0}
 
 
 def start_lazy_count() -> None:
-    """The baseline: torch-xla's own compiles before x64guard.torch_xla was imported are
+    """The baseline: torch-xla's own compiles before x64guard.torch_xla's first use are
     not the lazy loop's."""
     _LAZY["theirs"] = _xc.compile_count() - _xc.own_compile_count()
     _LAZY["graph_calls"] = _GRAPH_CALLS[0]
@@ -200,6 +204,8 @@ def check_lazy_reads() -> None:
     """At a sync: warn once when torch-xla compiled graphs of its own (not asked for by
     x64guard) since the previous sync: a mid-step read, code dynamo left between the
     backend's graphs, or torch_xla.sync() itself ran them at full width."""
+    if _LAZY["theirs"] is None:    # x64guard's first use: nothing before it is the lazy loop's
+        start_lazy_count()
     theirs = _xc.compile_count() - _xc.own_compile_count()
     new, _LAZY["theirs"] = theirs - _LAZY["theirs"], theirs
     backend_calls, _LAZY["graph_calls"] = _GRAPH_CALLS[0] - _LAZY["graph_calls"], _GRAPH_CALLS[0]
