@@ -13,6 +13,7 @@ import torch
 from x64guard.errors import X64GuardError
 from x64guard.findings import Finding
 from x64guard.modes import Mode, resolve_mode, resolve_overflow
+from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import mixed
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla.base import _COUNTERS, BACKEND_NAME, _device
@@ -268,7 +269,6 @@ def _autograd_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, mode: 
     needs, and what applies in-place updates of inputs (optimizer steps, BatchNorm's
     running statistics) by writing the graph's results back into them."""
     from functorch.compile import make_boxed_func
-    from torch._dynamo.backends.common import aot_autograd
 
     dynamo_paths = _placeholder_paths(gm)
 
@@ -294,7 +294,7 @@ def _autograd_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, mode: 
         return compile_graph
 
     try:
-        return aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+        return _xc.aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
                             inference_compiler=compiler("inference"), decompositions=DECOMPOSITIONS)(gm, example_inputs)
     except (X64GuardError, TorchXlaFailure):
         raise
@@ -307,10 +307,8 @@ def _autograd_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, mode: 
 def _openxla_verdict(gm: torch.fx.GraphModule, example_inputs: Sequence) -> str:
     """What torch-xla's own backend makes of the same graph: a failure there is torch-xla's
     (or PyTorch's), not x64guard's."""
-    from torch._dynamo.backends.registry import lookup_backend
-
     try:
-        lookup_backend("openxla")(gm, example_inputs)
+        _xc.dynamo_backend("openxla")(gm, example_inputs)
     except Exception as exc:  # noqa: BLE001 - its verdict, reported
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
         return (f"torch-xla's own backend fails on the same graph too ({type(exc).__name__}: {first[:200]}): a "
@@ -407,17 +405,8 @@ def _register_backend() -> None:
     """`torch.compile(..., backend="x64guard")` works without importing x64guard when
     x64guard is installed (entry point `torch_dynamo_backends`); from a source tree
     without the entry point, importing this module registers it."""
-    import importlib.metadata
-
-    from torch._dynamo.backends import registry
-
-    try:
-        names = importlib.metadata.entry_points(group="torch_dynamo_backends").names
-    except Exception:  # noqa: BLE001
-        names = ()
-    if BACKEND_NAME in names or BACKEND_NAME in registry._COMPILER_FNS:
-        return
-    registry.register_backend(compiler_fn=backend, name=BACKEND_NAME)
+    if BACKEND_NAME not in torch.compiler.list_backends(exclude_tags=()):   # names the entry points too
+        _xc.register_dynamo_backend(BACKEND_NAME, backend)
 
 
 _register_backend()
