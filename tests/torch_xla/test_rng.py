@@ -181,7 +181,7 @@ def test_random_ops_in_a_compiled_training_step_run():
 def test_compiled_dropout_is_torch_xla_eager_dropout_openxla_is_not():
     """Under AOTAutograd dropout becomes aten.native_dropout, which torch-xla 2.9 lowers
     with the scale 1/p instead of 1/(1-p). x64guard computes it as torch-xla's eager
-    dropout does (x64guard/torch_xla/repairs.py, _TorchXlaRepairs): the same values, bit for bit,
+    dropout does (x64guard/torch_xla/repairs.py, TorchXlaRepairs): the same values, bit for bit,
     from the same seed; openxla's kept values are scaled by 1/p."""
     x = torch.randn(4, 50, generator=torch.Generator().manual_seed(0))
 

@@ -63,7 +63,7 @@ from x64guard.versions import check_torch_xla_version
 check_torch_xla_version()   # before anything else of torch-xla is touched
 
 from x64guard.torch_xla.backend import backend, compile, compiled_graphs  # noqa: E402
-from x64guard.torch_xla.base import BACKEND_NAME, NARROW_DTYPE, _device, counters  # noqa: E402
+from x64guard.torch_xla.base import BACKEND_NAME, NARROW_DTYPE, xla_device, counters  # noqa: E402
 from x64guard.torch_xla.boundary import _narrow_alias  # noqa: E402
 from x64guard.torch_xla.device import to_device  # noqa: E402
 from x64guard.torch_xla.exported import NarrowedProgram, narrow_exported  # noqa: E402

@@ -35,7 +35,7 @@ _WORKAROUNDS = {
 
 
 @contextlib.contextmanager
-def _torch_xla_failures(path: str, doing: str) -> Iterator[None]:
+def torch_xla_failures(path: str, doing: str) -> Iterator[None]:
     """torch-xla's own exceptions, as one line that says which x64guard path met them
     and what to try (x64guard's refusals pass through)."""
     try:
@@ -79,7 +79,7 @@ def _rng_refusal(error: X64GuardError) -> X64GuardError:
         "pass them in, or keep this graph in 64 bits (mode='allow').\n" + str(error), error.findings)
 
 
-def _narrow_module(module, mode: Mode, overflow: str, sources: SourceMap | None, target: str = "x32") -> NarrowResult:
+def narrow_lowered(module, mode: Mode, overflow: str, sources: SourceMap | None, target: str = "x32") -> NarrowResult:
     """The core pass on torch-xla's module for the target profile `target`, findings placed
     at the model's lines."""
     try:
@@ -104,12 +104,12 @@ def _narrow_module(module, mode: Mode, overflow: str, sources: SourceMap | None,
     return result
 
 
-def _refusal(kind: Kind, op: str, message: str) -> X64GuardError:
+def refusal(kind: Kind, op: str, message: str) -> X64GuardError:
     finding = Finding(kind, Severity.ERROR, op, "the traced graph", message)
     return X64GuardError(f"x64guard.torch_xla: {message}", [finding])
 
 
-class _TraceWatch:
+class TraceWatch:
     """Fails a trace that executed something: a torch-xla CPU fallback (an op it cannot
     lower) or a read of a value; either would bake first-call values into the program."""
 
@@ -126,12 +126,12 @@ class _TraceWatch:
             return
         fallbacks = sorted(name for name, n in _xc.fallback_counts().items() if n > self._fallbacks.get(name, 0))
         if fallbacks:
-            raise _refusal(Kind.TORCH_XLA_FALLBACK, fallbacks[0],
-                           f"torch-xla has no XLA lowering for {', '.join(fallbacks)}: it runs on the CPU while the "
-                           "graph is traced, and its result would be frozen into the program. Move that op out of "
-                           "the compiled function")
+            raise refusal(Kind.TORCH_XLA_FALLBACK, fallbacks[0],
+                          f"torch-xla has no XLA lowering for {', '.join(fallbacks)}: it runs on the CPU while the "
+                          "graph is traced, and its result would be frozen into the program. Move that op out of "
+                          "the compiled function")
         _xc.wait_device_ops()
         if _xc.execution_count() != self._executions:
-            raise _refusal(Kind.TORCH_XLA_EXECUTION, "graph", "tracing the graph executed part of it on the device "
-                           "(a value was read while tracing); its result would be frozen into the program. Move "
-                           "data-dependent code out of the compiled function")
+            raise refusal(Kind.TORCH_XLA_EXECUTION, "graph", "tracing the graph executed part of it on the device "
+                          "(a value was read while tracing); its result would be frozen into the program. Move "
+                          "data-dependent code out of the compiled function")

@@ -12,7 +12,7 @@ from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla.base import JAX_DTYPE_NAME
 
 _A = torch.ops.aten
-_FFT_OPS = frozenset({_A._fft_c2c.default, _A._fft_r2c.default, _A._fft_c2r.default})
+FFT_OPS = frozenset({_A._fft_c2c.default, _A._fft_r2c.default, _A._fft_c2r.default})
 
 
 # The dtypes XLA's fft takes (what torch's FFT ops accept on XLA).
@@ -60,7 +60,7 @@ def _fft_computation(kind: str, shape: tuple, dtype: str, dims: tuple, normaliza
     return _xc.computation_from_proto(f"x64guard_fft_{kind}", proto)
 
 
-def _fft(func, x, dim, normalization, third):
+def fft_as_xla(func, x, dim, normalization, third):
     kind = {"_fft_c2c": "c2c", "_fft_r2c": "r2c", "_fft_c2r": "c2r"}[func.overloadpacket.__name__]
     dtype = JAX_DTYPE_NAME.get(x.dtype) if x.dtype in _FFT_DTYPES else None
     if dtype is None:

@@ -13,7 +13,7 @@ from x64guard.torch_xla import _private as _xc
 from x64guard.findings import Finding, Kind, Location, Severity
 from x64guard.torch_xla.base import NARROW_DTYPE
 from x64guard.torch_xla.boundary import narrow_through_host
-from x64guard.torch_xla.fft import _FFT_OPS, _fft
+from x64guard.torch_xla.fft import FFT_OPS, fft_as_xla
 from x64guard.torch_xla.source import TRAMPOLINE_FILE, node_source
 
 
@@ -34,7 +34,7 @@ def _is_xla(x) -> bool:
     return isinstance(x, torch.Tensor) and x.device.type == "xla"
 
 
-class _TorchXlaRepairs(TorchDispatchMode):
+class TorchXlaRepairs(TorchDispatchMode):
     """Active while x64guard traces a graph with torch-xla (and in mode allow):
 
     * reductions over an empty dim list get the full list (torch-xla reduces nothing);
@@ -81,8 +81,8 @@ class _TorchXlaRepairs(TorchDispatchMode):
                 return _native_dropout(*args, **kwargs)
             if func in _EMPTY_DIM_MEANS_ALL:
                 args, kwargs = _full_dims(func, args, kwargs)
-            elif func in _FFT_OPS:
-                return _fft(func, *args, **kwargs)
+            elif func in FFT_OPS:
+                return fft_as_xla(func, *args, **kwargs)
             elif func in DECOMPOSITIONS:
                 return DECOMPOSITIONS[func](*args, **kwargs)
             elif self._refuse_fallbacks and _falls_back(func):
