@@ -36,3 +36,36 @@ def test_a_tensor_revived_by_a_weak_reference_stays_whole(cls):
             outcomes[make_ref] = str(error)
     assert "incompatible tensor type" in outcomes[weakref.ref]      # the failure TensorRef exists for
     assert outcomes[_xc.TensorRef] == [0.0, 0.0, 0.0]
+
+
+class _Recurrent(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(4, 4, batch_first=True)
+
+    def forward(self, x):
+        return self.lstm(x)[0].sum()
+
+
+def test_frames_compiled_for_another_backend_are_left_as_dynamo_compiles_them():
+    """Contained: x64guard's compile callbacks (armed, `compiling_frame` reading dynamo's
+    `_compile` frame) turn `allow_rnn` on only for frames compiled for x64guard. A frame
+    compiled for another backend meanwhile is traced as dynamo traces it by default (the
+    LSTM breaks the graph: no graph holds it), and the configuration is as it was after."""
+    import x64guard.torch_xla as xt
+    from x64guard.torch_xla import outside
+
+    graphs = []
+
+    def recording(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    config = torch._dynamo.config.get_config_copy()
+    torch._dynamo.reset()
+    outside.arm()
+    traces = xt.counters()["traces"]
+    torch.compile(_Recurrent(), backend=recording)(torch.randn(2, 3, 4))
+    assert not any("lstm" in str(node.target).lower() for gm in graphs for node in gm.graph.nodes)
+    assert torch._dynamo.config.get_config_copy() == config
+    assert xt.counters()["traces"] == traces
