@@ -69,3 +69,30 @@ def test_frames_compiled_for_another_backend_are_left_as_dynamo_compiles_them():
     assert not any("lstm" in str(node.target).lower() for gm in graphs for node in gm.graph.nodes)
     assert torch._dynamo.config.get_config_copy() == config
     assert xt.counters()["traces"] == traces
+
+
+def test_torch_xla_process_flags_are_restored_after_a_trace_and_a_failed_one():
+    """Contained: torch-xla's process-wide flags x64guard sets while it traces (Python
+    frames recorded, 0-dim uploads as device data, Python numbers inlined) are as they
+    were after a compiled graph's first call, and after a trace that failed."""
+    import torch_xla
+
+    import x64guard
+    import x64guard.torch_xla as xt
+
+    xlac = torch_xla._XLAC
+    names = ("ir_debug", "xla_handle_special_scalars", "xla_all_numbers_special_scalars")
+
+    def flags():
+        return {name: getattr(xlac, f"_get_{name}")() for name in names}
+
+    before = flags()
+    xt.compile(lambda v: (v * 2).sum())(torch.arange(4.0).to(DEVICE))
+    assert flags() == before
+
+    def histogram(v):
+        return torch.histc(v, bins=4, min=0, max=10) + 1     # no XLA lowering: refused while tracing
+
+    with pytest.raises(x64guard.X64GuardError, match="no XLA lowering"):
+        xt.compile(histogram)(torch.arange(6, dtype=torch.int32).to(DEVICE))
+    assert flags() == before
