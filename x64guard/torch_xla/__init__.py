@@ -34,7 +34,8 @@ torch-xla call is in x64guard/torch_xla/_private.py.
 The modules, in the order a graph meets them:
     base.py       the dtype table, the counters, the device
     repairs.py    dispatch repairs active while a graph is traced; fft.py: FFTs as XLA's fft
-    failures.py   refusals, torch-xla's own failures, the core pass called with the target
+    failures.py   refusals, torch-xla's own failures; narrowing.py: the core pass, called with
+                  the mode, overflow policy and target it is passed
     lowering.py   torch-xla's StableHLO read and adapted for the core pass
     tracing.py    a graph traced, narrowed, compiled; its inputs and outputs on each call
     boundary.py   64-bit tensors cast to 32 bits on their way in (cached per device buffer)

@@ -24,7 +24,8 @@ from x64guard.torch_xla import share as _share
 from x64guard.torch_xla.base import COUNTERS, NARROW_DTYPE, xla_device, excluded_source_dirs
 from x64guard.torch_xla.boundary import _BOUNDARY, _ID_TENSOR, _narrow_alias, held_over
 from x64guard.torch_xla.constants import narrowed_constants
-from x64guard.torch_xla.failures import narrow_lowered, refusal, torch_xla_failures
+from x64guard.torch_xla.failures import refusal, torch_xla_failures
+from x64guard.torch_xla.narrowing import narrow_lowered
 from x64guard.torch_xla.lowering import ScalarUse, read_lowering, scalar_input, scalar_uses
 from x64guard.passes.overflow_checks import guard
 from x64guard.torch_xla.program import _Program

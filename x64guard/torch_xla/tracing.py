@@ -18,7 +18,8 @@ from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla import share as _share
 from x64guard.torch_xla.base import COUNTERS, NARROW_DTYPE
 from x64guard.torch_xla.boundary import _BOUNDARY, _narrow_alias, _to_program_input, narrow_through_host
-from x64guard.torch_xla.failures import narrow_lowered, refusal, torch_xla_failures, TraceWatch
+from x64guard.torch_xla.failures import refusal, torch_xla_failures, TraceWatch
+from x64guard.torch_xla.narrowing import narrow_lowered
 from x64guard.torch_xla.lowering import read_lowering
 from x64guard.passes.overflow_checks import guard
 from x64guard.torch_xla.program import _Program
