@@ -182,7 +182,7 @@ def test_random_ops_in_a_compiled_training_step_run():
 def test_compiled_dropout_is_torch_xla_eager_dropout_openxla_is_not():
     """Under AOTAutograd dropout becomes aten.native_dropout, which torch-xla 2.9 lowers
     with the scale 1/p instead of 1/(1-p). x64guard computes it as torch-xla's eager
-    dropout does (x64guard/torch_xla/repairs.py, _TorchXlaRepairs): the same values, bit for bit,
+    dropout does (x64guard/torch_xla/repairs.py, TorchXlaRepairs): the same values, bit for bit,
     from the same seed; openxla's kept values are scaled by 1/p."""
     x = torch.randn(4, 50, generator=torch.Generator().manual_seed(0))
 
@@ -294,3 +294,27 @@ def test_lazy_loop_with_dropout_runs_narrowed():
     assert losses[-1] < losses[0]
     program = list(LAZY_PROGRAMS.values())[-1]
     assert program.rng is not None and not wide_values_beside_rng_state(program.program.hlo)
+
+
+def test_target_is_passed_to_the_pass():
+    """`target=` reaches the core pass as an argument: x32 keeps the generators' u64
+    state, x32-strict refuses it (compile and narrow_exported alike)."""
+    x = torch.randn(4)
+
+    def draw(v):
+        return v + torch.rand(v.shape, device=v.device)
+
+    xt.compile(draw, target="x32")(x.to(DEVICE))
+    torch._dynamo.reset()
+    with pytest.raises(x64guard.X64GuardError, match="random numbers"):
+        xt.compile(draw, target="x32-strict")(x.to(DEVICE))
+    torch._dynamo.reset()
+
+    class Draw(nn.Module):
+        def forward(self, v):
+            return draw(v)
+
+    exported = torch.export.export(Draw(), (x,))
+    xt.narrow_exported(exported, target="x32")(x)
+    with pytest.raises(x64guard.X64GuardError, match="random numbers"):
+        xt.narrow_exported(exported, target="x32-strict")

@@ -169,8 +169,8 @@ def test_lazy_program_cache_is_bounded_and_results_stay_right(monkeypatch):
 
 def test_sync_refuses_a_64bit_tensor_it_would_overwrite():
     torch.manual_seed(0)
-    model = TinyLM().to(xt._device())          # float64 parameters on the device, as they are
-    loss, _ = model(_tokens(0).to(xt._device()))
+    model = TinyLM().to(xt.xla_device())          # float64 parameters on the device, as they are
+    loss, _ = model(_tokens(0).to(xt.xla_device()))
     loss.backward()
     with pytest.raises(x64guard.X64GuardError, match="to_device") as info:
         xt.sync(model)

@@ -1,6 +1,7 @@
-"""Three questions the package asks of MLIR objects, answered once.
+"""The questions the package asks of MLIR objects, answered once.
 
-`is_wide` (is this type one x64guard narrows?), `read_attribute` (an attribute the
+`is_wide` (is this type one x64guard narrows?), `is_wide_signed_integer` (one of them
+that holds int64 arithmetic), `read_attribute` (an attribute the
 bindings may not be able to hand to Python) and `main_function` (a module's @main).
 """
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from x64guard.passes.tables import NARROW_ELEMENT_TYPE
+from x64guard.passes.tables import INTEGER_RANGE, NARROW_ELEMENT_TYPE
 
 
 def element_type(t: ir.Type) -> ir.Type:
@@ -21,6 +22,13 @@ def is_wide(t: ir.Type) -> bool:
     a shaped type of one? Tuples and function types are not looked into (the type
     converter rebuilds those: `TypeConverter.convert(t) is not None`)."""
     return str(element_type(t)) in NARROW_ELEMENT_TYPE
+
+
+def is_wide_signed_integer(t: ir.Type) -> bool:
+    """Is `t` (or its elements) a 64-bit integer type x64guard narrows that holds negative
+    values (i64, si64): what int64 arithmetic computes in? Unsigned ui64 is not."""
+    name = str(element_type(t))
+    return name in NARROW_ELEMENT_TYPE and INTEGER_RANGE.get(name, (0, 0))[0] < 0
 
 
 def read_attribute(op: ir.Operation | ir.OpView, name: str) -> ir.Attribute | None:

@@ -34,12 +34,14 @@ torch-xla call is in x64guard/torch_xla/_private.py.
 The modules, in the order a graph meets them:
     base.py       the dtype table, the counters, the device
     repairs.py    dispatch repairs active while a graph is traced; fft.py: FFTs as XLA's fft
-    failures.py   refusals, torch-xla's own failures, the core pass called with the target
+    failures.py   refusals, torch-xla's own failures; narrowing.py: the core pass, called with
+                  the mode, overflow policy and target it is passed
     lowering.py   torch-xla's StableHLO read and adapted for the core pass
     tracing.py    a graph traced, narrowed, compiled; its inputs and outputs on each call
     boundary.py   64-bit tensors cast to 32 bits on their way in (cached per device buffer)
     program.py    a narrowed module as one op of torch-xla's lazy graph
-    overflow.py   int64 arithmetic checked at run time; share.py: programs shared across traces
+    overflow.py   int64 arithmetic checked at run time (the core's passes/overflow_checks.py);
+                  share.py: programs shared across traces
     backend.py    the dynamo backend and `compile`; mixed.py: graphs with a CPU part
     outside.py    64-bit work dynamo leaves outside the graphs, reported
     exported.py   `narrow_exported`; device.py: `to_device`; lazy.py: `sync` and `step`
@@ -61,18 +63,15 @@ from x64guard.versions import check_torch_xla_version
 
 check_torch_xla_version()   # before anything else of torch-xla is touched
 
-from x64guard.torch_xla import outside as _outside  # noqa: E402
 from x64guard.torch_xla.backend import backend, compile, compiled_graphs  # noqa: E402
-from x64guard.torch_xla.base import BACKEND_NAME, NARROW_DTYPE, _device, counters  # noqa: E402
+from x64guard.torch_xla.base import BACKEND_NAME, NARROW_DTYPE, xla_device, counters  # noqa: E402
+from x64guard.torch_xla.boundary import narrow_alias  # noqa: E402
 from x64guard.torch_xla.device import to_device  # noqa: E402
 from x64guard.torch_xla.exported import NarrowedProgram, narrow_exported  # noqa: E402
 from x64guard.torch_xla.failures import TorchXlaFailure  # noqa: E402
 from x64guard.torch_xla.reads import GuardedTensor  # noqa: E402
-from x64guard.torch_xla.lazy import step, sync  # noqa: E402
+from x64guard.torch_xla.lazy import LAZY_PROGRAMS, step, sync  # noqa: E402
 from x64guard.torch_xla.loader import NarrowingDeviceLoader  # noqa: E402
 
 __all__ = ["backend", "compile", "narrow_exported", "to_device", "sync", "step", "NarrowedProgram", "NARROW_DTYPE",
            "counters", "TorchXlaFailure", "GuardedTensor", "NarrowingDeviceLoader"]
-
-_outside.start_lazy_count()
-_outside.arm()

@@ -389,6 +389,50 @@ def pending_tensor_ir(device: str) -> dict[int, tuple[str, str]]:
     return found
 
 
+# ----------------------------------------------------------------------------- dynamo backends, ATen
+
+# seen in torch 2.9.0: torch._dynamo.backends.common.aot_autograd (the route of PyTorch's
+# custom-backend guide, and of torch-xla's `openxla`)
+def aot_autograd(**compilers):
+    from torch._dynamo.backends.common import aot_autograd as make
+    return make(**compilers)
+
+
+# seen in torch 2.9.0: torch._dynamo.lookup_backend, torch._dynamo.register_backend (in torch._dynamo's
+# __all__, the custom-backend guide's; torch.compiler.list_backends is their public neighbour)
+def dynamo_backend(name: str):
+    import torch._dynamo
+    return torch._dynamo.lookup_backend(name)
+
+
+def register_dynamo_backend(name: str, compiler_fn) -> None:
+    import torch._dynamo
+    torch._dynamo.register_backend(compiler_fn=compiler_fn, name=name)
+
+
+# seen in torch 2.9.0: torch._C._dispatch_has_kernel_for_dispatch_key
+def has_kernel(op_name: str, dispatch_key: str) -> bool:
+    import torch
+    return torch._C._dispatch_has_kernel_for_dispatch_key(op_name, dispatch_key)
+
+
+# seen in torch 2.9.0: torch._ops.OpOverload (the class of torch.ops.aten.add.default)
+def is_op_overload(target) -> bool:
+    import torch
+    return isinstance(target, torch._ops.OpOverload)
+
+
+# seen in torch 2.9.0: torch._refs.bucketize, torch._decomp.decompositions._weight_norm_interface
+def reference_bucketize(x, boundaries, *, out_int32=False, right=False):
+    import torch._refs
+    return torch._refs.bucketize(x, boundaries, out_int32=out_int32, right=right)
+
+
+def decomposed_weight_norm_interface(v, g, dim=0):
+    from torch._decomp import decompositions
+    return decompositions._weight_norm_interface(v, g, dim)
+
+
 # ----------------------------------------------------------------------------- dynamo
 
 # seen in torch 2.9.0 / torch-xla 2.9.0: torch._dynamo.callback_handler, torch._dynamo.convert_frame._compile
@@ -429,22 +473,15 @@ def dynamo_records() -> tuple[list, dict[str, int]]:
     return utils.graph_break_reasons, dict(utils.counters["unimplemented"])
 
 
-# seen in torch 2.9.0 / torch-xla 2.9.0: torch._dynamo.reset
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch._dynamo.callback.callback_handler, torch._dynamo.reset
 def compile_callbacks(start, end) -> None:
     """Register `start` and `end` (each called with dynamo's CallbackArgs) around every frame
     dynamo compiles, once: torch._dynamo.reset() clears them, so callers arm them again."""
-    handler = torch_dynamo_callback_handler()
+    from torch._dynamo.callback import callback_handler as handler
     if start not in handler.start_callbacks:
         handler.register_start_callback(start)
     if end not in handler.end_callbacks:
         handler.register_end_callback(end)
-
-
-# seen in torch 2.9.0 / torch-xla 2.9.0: torch._dynamo.callback, torch._dynamo.callback.callback_handler
-def torch_dynamo_callback_handler():
-    from torch._dynamo.callback import callback_handler
-
-    return callback_handler
 
 
 # seen in torch-xla 2.9.0: torch_xla.distributed.parallel_loader.ParallelLoader._exception_queue

@@ -13,14 +13,15 @@ import torch
 from x64guard.errors import X64GuardError
 from x64guard.findings import Finding
 from x64guard.modes import Mode, resolve_mode, resolve_overflow
+from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import mixed
 from x64guard.torch_xla import outside as _outside
-from x64guard.torch_xla.base import _COUNTERS, BACKEND_NAME, _device
+from x64guard.torch_xla.base import COUNTERS, BACKEND_NAME, xla_device
 from x64guard.torch_xla.boundary import narrow_alias
-from x64guard.torch_xla.failures import TorchXlaFailure, _narrowing_for, failed_before_trace
-from x64guard.torch_xla.repairs import DECOMPOSITIONS, _TorchXlaRepairs
+from x64guard.torch_xla.failures import TorchXlaFailure, failed_before_trace
+from x64guard.torch_xla.repairs import DECOMPOSITIONS, TorchXlaRepairs
 from x64guard.torch_xla.source import run_node_by_node
-from x64guard.torch_xla.tracing import _outputs, _program_inputs, _Specialization, _trace
+from x64guard.torch_xla.tracing import outputs_from, program_inputs, Specialization, trace_graph
 
 
 class _InferenceOnly(torch.autograd.Function):
@@ -129,13 +130,13 @@ class _CompiledGraph:
         self._mode = mode
         self._overflow = overflow
         self.role = role
-        self._cache: dict[tuple, _Specialization] = {}
+        self._cache: dict[tuple, Specialization] = {}
         self._lock = threading.Lock()
         self._paths = list(paths) if paths is not None else _placeholder_paths(gm)
         self._attr = functools.partial(_get_attr, gm)
         # The dtype each input was traced for: AOTAutograd's graphs may get our narrowed outputs.
         self._expected = [getattr(e, "dtype", None) for e in _placeholder_examples(gm)]
-        self.device = _device()
+        self.device = xla_device()
         self._device_str = str(self.device)
         self._key_positions: list[int] | None = None
         self._arity = -1
@@ -143,7 +144,7 @@ class _CompiledGraph:
     def __call__(self, *args):
         mode = self._mode or resolve_mode(None)
         if mode is Mode.ALLOW:  # full width, as torch-xla runs it (with its repairs)
-            with _TorchXlaRepairs():
+            with TorchXlaRepairs():
                 return self._gm(*args)
         key = self._key(mode, args)
         spec = self._cache.get(key)
@@ -153,23 +154,23 @@ class _CompiledGraph:
                 if spec is None:
                     _outside.note_pending_inputs(args, self._paths, _is_alias)
                     run, nodes = _run_located(self._gm)
-                    with _narrowing_for(self._target):
-                        spec = _trace(run, args, self._paths, _graph_attributes(self._gm), mode, self._overflow,
-                                      self.device, expected=self._expected, nodes=nodes, path="backend")
-                        if spec.result is not None and self._findings:
-                            spec.result.findings = self._findings + list(spec.result.findings)
-                        self._cache[key] = spec
+                    spec = trace_graph(run, args, self._paths, _graph_attributes(self._gm), mode, self._overflow,
+                                       self.device, expected=self._expected, nodes=nodes, path="backend",
+                                       target=self._target)
+                    if spec.result is not None and self._findings:
+                        spec.result.findings = self._findings + list(spec.result.findings)
+                    self._cache[key] = spec
         if spec.program is None:
-            return _outputs(spec, [])
-        inputs = _program_inputs(spec, args, self._attr, self.device, self._device_str)
+            return outputs_from(spec, [])
+        inputs = program_inputs(spec, args, self._attr, self.device, self._device_str)
         tensors = spec.program.run(inputs)
-        _COUNTERS["calls"] += 1
+        COUNTERS["calls"] += 1
         _outside.note_graph_call()
         if self.role == "graph" and torch.is_grad_enabled():
             anchor = next((a for a in args if isinstance(a, torch.Tensor) and a.requires_grad), None)
             if anchor is not None:
                 tensors = list(_InferenceOnly.apply(anchor, *tensors))
-        return _outputs(spec, tensors)
+        return outputs_from(spec, tensors)
 
     def _key(self, mode: Mode, args: tuple) -> tuple:
         """The cache key: the mode, the values of non-tensor inputs (SymInts arrive as
@@ -186,7 +187,7 @@ class _CompiledGraph:
             key += tuple(a.dtype for a in args if isinstance(a, torch.Tensor))
         return key
 
-    def specializations(self) -> list[_Specialization]:
+    def specializations(self) -> list[Specialization]:
         """One per input signature and mode seen so far (`.program.hlo`, `.result`)."""
         return list(self._cache.values())
 
@@ -206,12 +207,12 @@ class _MixedDeviceGraph:
     def __call__(self, *args):
         if self._refusal is not None:
             if (self._mode or resolve_mode(None)) is Mode.ALLOW:
-                with _TorchXlaRepairs():
+                with TorchXlaRepairs():
                     return self._gm(*args)
             raise self._refusal
         return self._part.run(self.xla, args)
 
-    def specializations(self) -> list[_Specialization]:
+    def specializations(self) -> list[Specialization]:
         return self.xla.specializations() if self.xla is not None else []
 
 
@@ -268,7 +269,6 @@ def _autograd_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, mode: 
     needs, and what applies in-place updates of inputs (optimizer steps, BatchNorm's
     running statistics) by writing the graph's results back into them."""
     from functorch.compile import make_boxed_func
-    from torch._dynamo.backends.common import aot_autograd
 
     dynamo_paths = _placeholder_paths(gm)
 
@@ -294,7 +294,7 @@ def _autograd_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, mode: 
         return compile_graph
 
     try:
-        return aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+        return _xc.aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
                             inference_compiler=compiler("inference"), decompositions=DECOMPOSITIONS)(gm, example_inputs)
     except (X64GuardError, TorchXlaFailure):
         raise
@@ -307,10 +307,8 @@ def _autograd_backend(gm: torch.fx.GraphModule, example_inputs: Sequence, mode: 
 def _openxla_verdict(gm: torch.fx.GraphModule, example_inputs: Sequence) -> str:
     """What torch-xla's own backend makes of the same graph: a failure there is torch-xla's
     (or PyTorch's), not x64guard's."""
-    from torch._dynamo.backends.registry import lookup_backend
-
     try:
-        lookup_backend("openxla")(gm, example_inputs)
+        _xc.dynamo_backend("openxla")(gm, example_inputs)
     except Exception as exc:  # noqa: BLE001 - its verdict, reported
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
         return (f"torch-xla's own backend fails on the same graph too ({type(exc).__name__}: {first[:200]}): a "
@@ -407,17 +405,8 @@ def _register_backend() -> None:
     """`torch.compile(..., backend="x64guard")` works without importing x64guard when
     x64guard is installed (entry point `torch_dynamo_backends`); from a source tree
     without the entry point, importing this module registers it."""
-    import importlib.metadata
-
-    from torch._dynamo.backends import registry
-
-    try:
-        names = importlib.metadata.entry_points(group="torch_dynamo_backends").names
-    except Exception:  # noqa: BLE001
-        names = ()
-    if BACKEND_NAME in names or BACKEND_NAME in registry._COMPILER_FNS:
-        return
-    registry.register_backend(compiler_fn=backend, name=BACKEND_NAME)
+    if BACKEND_NAME not in torch.compiler.list_backends(exclude_tags=()):   # names the entry points too
+        _xc.register_dynamo_backend(BACKEND_NAME, backend)
 
 
 _register_backend()

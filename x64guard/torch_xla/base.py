@@ -16,7 +16,7 @@ BACKEND_NAME = "x64guard"
 # What a 64-bit dtype becomes: the core's type table, on the torch side.
 NARROW_DTYPE: dict[torch.dtype, torch.dtype] = {
     getattr(torch, wide): getattr(torch, narrow) for wide, narrow in NARROW_TORCH_DTYPE.items()}
-_INTEGER_NARROW = {wide for wide in NARROW_DTYPE if not (wide.is_floating_point or wide.is_complex)}
+INTEGER_NARROW = {wide for wide in NARROW_DTYPE if not (wide.is_floating_point or wide.is_complex)}
 # The MLIR element type torch-xla lowers each torch dtype to, and the JAX dtype holding the
 # same values (torch-xla's calls into JAX): the core's type table, keyed by torch dtype.
 MLIR_ELEMENT: dict[torch.dtype, str] = {
@@ -25,7 +25,7 @@ JAX_DTYPE_NAME: dict[torch.dtype, str] = {
     getattr(torch, name): jax_name for name, jax_name in TORCH_JAX_DTYPE.items() if hasattr(torch, name)}
 
 # How many times x64guard traced and narrowed a graph, built a program, and ran one.
-_COUNTERS = {"traces": 0, "programs": 0, "programs_shared": 0, "calls": 0, "boundary_casts": 0}
+COUNTERS = {"traces": 0, "programs": 0, "programs_shared": 0, "calls": 0, "boundary_casts": 0}
 
 
 def counters() -> dict[str, int]:
@@ -34,10 +34,10 @@ def counters() -> dict[str, int]:
     program's but for locations and so reused it (`programs_shared`, e.g. after a dynamo
     recompile), narrowed calls (`calls`), and 64-bit tensors cast at the boundary
     (`boundary_casts`). A steady state moves only `calls`."""
-    return dict(_COUNTERS)
+    return dict(COUNTERS)
 
 
-def _device() -> torch.device:
+def xla_device() -> torch.device:
     return torch_xla.device()
 
 

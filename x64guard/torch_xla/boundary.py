@@ -18,7 +18,7 @@ from x64guard.findings import Finding, Kind, Severity
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla import reads as _reads
-from x64guard.torch_xla.base import _COUNTERS, _INTEGER_NARROW, JAX_DTYPE_NAME, NARROW_DTYPE, _device
+from x64guard.torch_xla.base import COUNTERS, INTEGER_NARROW, JAX_DTYPE_NAME, NARROW_DTYPE, xla_device
 from x64guard.torch_xla.live import LIVE
 from x64guard.torch_xla.program import Program
 
@@ -145,7 +145,7 @@ def widened_ids() -> list[str]:
 def _take_widened_id(x: torch.Tensor) -> str | None:
     """`x`'s shape and dtype if it is one of `widened_ids`' tensors (its entry dropped); else None."""
     entry = BOUNDARY.entries.get(id(x))
-    if entry is None or entry.ref() is not x or entry.buffer != ID_TENSOR or x.dtype not in _INTEGER_NARROW \
+    if entry is None or entry.ref() is not x or entry.buffer != ID_TENSOR or x.dtype not in INTEGER_NARROW \
             or entry.data == _xc.data_id(x) or _xc.needs_materialization([x])[0]:
         return None
     BOUNDARY.drop(x, entry)
@@ -175,7 +175,7 @@ def narrow_on_host(x: torch.Tensor, dtype: torch.dtype, path: str, overflow: str
     """A 64-bit host tensor as `dtype`, on the host. Integers that do not fit raise
     (overflow 'error', always for inputs: x64guard never wraps them), or saturate or wrap
     as asked (constants the graph makes, like the core pass's constants)."""
-    if x.dtype in _INTEGER_NARROW and x.numel() > 0:
+    if x.dtype in INTEGER_NARROW and x.numel() > 0:
         if overflow == "saturate":
             info = torch.iinfo(dtype)
             x = x.clamp(info.min, info.max)
@@ -213,13 +213,13 @@ def _narrow_on_device(x: torch.Tensor, dtype: torch.dtype, path: str, device: st
         cached = BOUNDARY.get(x, data)
         if cached is not None:
             return cached
-    if x.dtype in _INTEGER_NARROW:
+    if x.dtype in INTEGER_NARROW:
         if pending:   # torch-xla's own graph computes it first, as for any input of a program
             _xc.materialize([x], device)
         narrowed = narrow_through_host(x, dtype, path, x.device)
     else:
         narrowed = _boundary_program(tuple(x.shape), x.dtype, dtype).run([x.detach()])[0]
-    _COUNTERS["boundary_casts"] += 1
+    COUNTERS["boundary_casts"] += 1
     if data is not None:
         BOUNDARY.put(x, data, narrowed)
     return narrowed
@@ -241,7 +241,7 @@ def _boundary_program(shape: tuple, wide: torch.dtype, narrow: torch.dtype) -> "
 
     with jax_private.x64_enabled():
         text = jax.jit(cast).lower(jax.ShapeDtypeStruct(shape, jnp.dtype(JAX_DTYPE_NAME[wide]))).as_text()
-    return Program(text, [(shape, wide)], _device(), counted=False)
+    return Program(text, [(shape, wide)], xla_device(), counted=False)
 
 
 def to_program_input(x, dtype: torch.dtype, path: str, device: torch.device, device_str: str) -> torch.Tensor:
@@ -258,7 +258,7 @@ def to_program_input(x, dtype: torch.dtype, path: str, device: torch.device, dev
     if x.dtype is not dtype:
         if NARROW_DTYPE.get(x.dtype) is not dtype:
             raise TypeError(f"x64guard.torch_xla: input {path} is {x.dtype}, the narrowed program takes {dtype}")
-        if x.dtype in _INTEGER_NARROW:
+        if x.dtype in INTEGER_NARROW:
             _check_host_range(x, dtype, path)
         x = x.detach().to(dtype)
     return x.detach().to(device)

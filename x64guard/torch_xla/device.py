@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from x64guard.torch_xla import outside as _outside
-from x64guard.torch_xla.base import _INTEGER_NARROW, NARROW_DTYPE, _device
+from x64guard.torch_xla.base import INTEGER_NARROW, NARROW_DTYPE, xla_device
 from x64guard.torch_xla.boundary import held_over, narrow_through_host, widened_ids
 from x64guard.torch_xla.live import LIVE
 
@@ -36,7 +36,7 @@ def to_device(obj: Any, device: "torch.device | str | None" = None):
     """
     _outside.arm()   # what usually precedes torch.compile(..., backend="x64guard"), after any dynamo reset
     _outside.check_widened_ids(widened_ids())   # the previous step's ids, if torch-xla's own sync widened them
-    return _moved(obj, torch.device(device) if device is not None else _device())
+    return _moved(obj, torch.device(device) if device is not None else xla_device())
 
 
 def _moved(obj: Any, target: torch.device):
@@ -73,12 +73,12 @@ def _tensor_to_device(x: torch.Tensor, target: torch.device, path: str, keep_int
     wide = x.dtype
     # already on a device at 64 bits: narrowed on the host, not by a 64-bit device graph
     moved = narrow_through_host(x, narrow, path, target)
-    if not keep_integer_dtype or wide not in _INTEGER_NARROW:
+    if not keep_integer_dtype or wide not in INTEGER_NARROW:
         LIVE.keep([moved])
         return moved
     # int64 data stays int64 as PyTorch sees it (one_hot, cross_entropy's targets, int64
     # arithmetic: eager's semantics), while XLA holds the int32 data: a pending convert
-    # that x64guard's programs read through (_narrow_alias), never executed by them.
+    # that x64guard's programs read through (narrow_alias), never executed by them.
     return held_over(moved.to(wide), moved)
 
 

@@ -1,22 +1,15 @@
-"""Refusals and failures: x64guard's refusals of a traced graph, torch-xla's own exceptions
-as one line with a workaround, and the core pass run with the target and the model's lines."""
+"""Refusals and failures: x64guard's refusals of a traced graph, and torch-xla's own
+exceptions as one line with a workaround."""
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import re
 from typing import Iterator
 
-from x64guard import user_place
-from x64guard.api import NarrowResult, narrow_module
 from x64guard.errors import X64GuardError
-from x64guard.findings import Finding, Kind, Severity, format_findings
-from x64guard.modes import Mode
+from x64guard.findings import Finding, Kind, Severity
 from x64guard.torch_xla import _private as _xc
-from x64guard.torch_xla.base import excluded_source_dirs
-from x64guard.torch_xla.rng import STATE_LOCATION
-from x64guard.torch_xla.source import SourceMap, locate_findings
 
 
 class TorchXlaFailure(RuntimeError):
@@ -36,7 +29,7 @@ _WORKAROUNDS = {
 
 
 @contextlib.contextmanager
-def _torch_xla_failures(path: str, doing: str) -> Iterator[None]:
+def torch_xla_failures(path: str, doing: str) -> Iterator[None]:
     """torch-xla's own exceptions, as one line that says which x64guard path met them
     and what to try (x64guard's refusals pass through)."""
     try:
@@ -69,61 +62,12 @@ def failed_before_trace(exc: Exception, doing: str, verdict: str) -> TorchXlaFai
                            f"({type(exc).__name__}: {first}{at}). {verdict}")
 
 
-def _rng_refusal(error: X64GuardError) -> X64GuardError:
-    """The core's RNG findings, with what a torch-xla user can do."""
-    return X64GuardError(
-        "x64guard.torch_xla: this graph draws random numbers (torch.randn, torch.randint, dropout, ...); "
-        "torch-xla generates them with rng_bit_generator, whose state is XLA's 2 x uint64 (x64guard passes it "
-        "in as 32-bit words, computed on the host from torch-xla's seed), and this x64guard's core pass does not "
-        "keep that state 64-bit; a 32-bit state would be a different generator, so x64guard refuses rather than "
-        "return numbers of another stream. Draw them outside the compiled function (on the CPU, or eagerly) and "
-        "pass them in, or keep this graph in 64 bits (mode='allow').\n" + str(error), error.findings)
-
-
-# The target profile graphs are narrowed for (`target=` of the backend, compile and
-# narrow_exported), set around their trace.
-_TARGET = contextvars.ContextVar("x64guard_torch_xla_target", default="x32")
-
-
-@contextlib.contextmanager
-def _narrowing_for(target: str) -> Iterator[None]:
-    token = _TARGET.set(target)
-    try:
-        yield
-    finally:
-        _TARGET.reset(token)
-
-
-def _narrow_module(module, mode: Mode, overflow: str, sources: SourceMap | None) -> NarrowResult:
-    """The core pass on torch-xla's module, findings placed at the model's lines."""
-    try:
-        result = narrow_module(module, mode=mode, overflow=overflow, target=_TARGET.get())
-    except X64GuardError as exc:
-        findings = locate_findings(exc.findings, sources)
-        head = str(exc).split("\n", 1)[0]
-        located = X64GuardError(head + ("\n" + format_findings(findings) if findings else ""), findings)
-        if any(f.kind in (Kind.RNG_STATE, Kind.RNG_BITS) for f in exc.findings):
-            # Findings at the ops x64guard added to make the states are its own, not the user's.
-            own = [f for f in findings if f.location.file == STATE_LOCATION]
-            if own:
-                findings = [f for f in findings if f not in own]
-                located = X64GuardError(head + "\n" + format_findings(findings), findings)
-            raise _rng_refusal(located) from exc
-        raise located from exc
-    result.findings = locate_findings(result.findings, sources)
-    # Its summary warning points at the user's line that made dynamo compile, not here.
-    place = user_place.find_user_place(excluded_source_dirs())
-    for message in result.warnings:
-        user_place.warn_at(message, place)
-    return result
-
-
-def _refusal(kind: Kind, op: str, message: str) -> X64GuardError:
+def refusal(kind: Kind, op: str, message: str) -> X64GuardError:
     finding = Finding(kind, Severity.ERROR, op, "the traced graph", message)
     return X64GuardError(f"x64guard.torch_xla: {message}", [finding])
 
 
-class _TraceWatch:
+class TraceWatch:
     """Fails a trace that executed something: a torch-xla CPU fallback (an op it cannot
     lower) or a read of a value; either would bake first-call values into the program."""
 
@@ -140,12 +84,12 @@ class _TraceWatch:
             return
         fallbacks = sorted(name for name, n in _xc.fallback_counts().items() if n > self._fallbacks.get(name, 0))
         if fallbacks:
-            raise _refusal(Kind.TORCH_XLA_FALLBACK, fallbacks[0],
-                           f"torch-xla has no XLA lowering for {', '.join(fallbacks)}: it runs on the CPU while the "
-                           "graph is traced, and its result would be frozen into the program. Move that op out of "
-                           "the compiled function")
+            raise refusal(Kind.TORCH_XLA_FALLBACK, fallbacks[0],
+                          f"torch-xla has no XLA lowering for {', '.join(fallbacks)}: it runs on the CPU while the "
+                          "graph is traced, and its result would be frozen into the program. Move that op out of "
+                          "the compiled function")
         _xc.wait_device_ops()
         if _xc.execution_count() != self._executions:
-            raise _refusal(Kind.TORCH_XLA_EXECUTION, "graph", "tracing the graph executed part of it on the device "
-                           "(a value was read while tracing); its result would be frozen into the program. Move "
-                           "data-dependent code out of the compiled function")
+            raise refusal(Kind.TORCH_XLA_EXECUTION, "graph", "tracing the graph executed part of it on the device "
+                          "(a value was read while tracing); its result would be frozen into the program. Move "
+                          "data-dependent code out of the compiled function")

@@ -12,7 +12,7 @@ from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla.base import JAX_DTYPE_NAME
 
 _A = torch.ops.aten
-_FFT_OPS = frozenset({_A._fft_c2c.default, _A._fft_r2c.default, _A._fft_c2r.default})
+FFT_OPS = frozenset({_A._fft_c2c.default, _A._fft_r2c.default, _A._fft_c2r.default})
 
 
 # The dtypes XLA's fft takes (what torch's FFT ops accept on XLA).
@@ -27,8 +27,6 @@ def _fft_computation(kind: str, shape: tuple, dtype: str, dims: tuple, normaliza
     pass narrows it later, with the rest of the graph)."""
     import jax
     import jax.numpy as jnp
-
-    from x64guard.jax import _private as jax_private
 
     def signal_size(sizes) -> int:
         return int(np.prod([sizes[d] for d in dims])) if dims else 1
@@ -56,13 +54,13 @@ def _fft_computation(kind: str, shape: tuple, dtype: str, dims: tuple, normaliza
         out = transform(v)
         return out if scale == 1.0 else out * scale
 
-    with jax_private.x64_enabled():
+    with jax.enable_x64(True):   # this thread only, restored on exit (public in jax 0.10-0.12)
         lowered = jax.jit(fn).lower(jax.ShapeDtypeStruct(shape, jnp.dtype(dtype)))
         proto = lowered.compiler_ir("hlo").as_serialized_hlo_module_proto()
     return _xc.computation_from_proto(f"x64guard_fft_{kind}", proto)
 
 
-def _fft(func, x, dim, normalization, third):
+def fft_as_xla(func, x, dim, normalization, third):
     kind = {"_fft_c2c": "c2c", "_fft_r2c": "r2c", "_fft_c2r": "c2r"}[func.overloadpacket.__name__]
     dtype = JAX_DTYPE_NAME.get(x.dtype) if x.dtype in _FFT_DTYPES else None
     if dtype is None:

@@ -20,17 +20,18 @@ from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla import reads as _reads
 from x64guard.torch_xla import share as _share
-from x64guard.torch_xla.base import _COUNTERS, NARROW_DTYPE, _device, excluded_source_dirs
+from x64guard.torch_xla.base import COUNTERS, NARROW_DTYPE, xla_device, excluded_source_dirs
 from x64guard.torch_xla.boundary import held_over, narrow_alias
 from x64guard.torch_xla.constants import narrowed_constants
-from x64guard.torch_xla.failures import _narrow_module, _refusal, _torch_xla_failures
-from x64guard.torch_xla.lowering import ScalarUse, _read_lowering, scalar_input, scalar_uses
-from x64guard.torch_xla.overflow import guard
+from x64guard.torch_xla.failures import refusal, torch_xla_failures
+from x64guard.torch_xla.narrowing import narrow_lowered
+from x64guard.torch_xla.lowering import ScalarUse, read_lowering, scalar_input, scalar_uses
+from x64guard.passes.overflow_checks import guard
 from x64guard.torch_xla.live import LIVE, SyncTarget, scan, targets_of
 from x64guard.torch_xla.program import Program
 from x64guard.torch_xla.rng import RngStates
 from x64guard.torch_xla.source import StackSourceMap
-from x64guard.torch_xla.tracing import _TRACE_LOCK, _rng_words
+from x64guard.torch_xla.tracing import TRACE_LOCK, rng_words
 
 
 @dataclasses.dataclass
@@ -130,7 +131,7 @@ def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") 
     _outside.arm()
     resolved = resolve_mode(mode)
     policy = resolve_overflow(overflow).value
-    device = _device()
+    device = xla_device()
     if keep:
         _sync_tensors(targets_of(keep), resolved, policy, device)
         return
@@ -204,7 +205,7 @@ def read_narrowed(tensor: torch.Tensor, *, mode: Mode | None, policy: str) -> to
     if alias is not None:
         return alias
     resolved = mode or resolve_mode(None)
-    _sync_tensors([SyncTarget("a tensor read in the step", tensor, False)], resolved, policy, _device(),
+    _sync_tensors([SyncTarget("a tensor read in the step", tensor, False)], resolved, policy, xla_device(),
                   keep_dtypes=True)
     alias = narrow_alias(tensor)
     return alias if alias is not None else tensor.detach()
@@ -242,12 +243,12 @@ def _sync_tensors(tensors: list[SyncTarget], resolved: Mode, policy: str, device
         return
     wide = [f"{path} ({t.dtype})" for path, t, state in tensors if state and t.dtype in NARROW_DTYPE]
     if wide and resolved is not Mode.ALLOW:
-        raise _refusal(Kind.SYNC_64BIT_TENSOR, "sync", f"{', '.join(wide[:5])} would take a narrowed result in place; "
-                       "x64guard does not narrow the parameters, buffers or optimizer state of a model behind its "
-                       "back. Move the model and its inputs with x64guard.torch_xla.to_device")
+        raise refusal(Kind.SYNC_64BIT_TENSOR, "sync", f"{', '.join(wide[:5])} would take a narrowed result in place; "
+                      "x64guard does not narrow the parameters, buffers or optimizer state of a model behind its "
+                      "back. Move the model and its inputs with x64guard.torch_xla.to_device")
     pending = [t for _, t, _ in tensors]
     key = (resolved, policy, _xc.graph_hash(pending))
-    with _TRACE_LOCK:
+    with TRACE_LOCK:
         ids, values = _xc.graph_inputs(pending)
         lazy = LAZY_PROGRAMS.get(key)
         if lazy is None:    # (looked up under the trace lock: two threads do not compile one graph twice)
@@ -263,7 +264,7 @@ def _sync_tensors(tensors: list[SyncTarget], resolved: Mode, policy: str, device
             if j < len(taken) and taken[j].dtype is not dtypes[j]:
                 inputs[j] = scalar_input(taken[j], dtypes[j], scalar, device)
         if lazy.rng is not None:
-            inputs.append(_rng_words(lazy.rng, device, device_str))
+            inputs.append(rng_words(lazy.rng, device, device_str))
         ordered = [inputs[k] for k in lazy.program.order]
         results = lazy.program.run(ordered)
     for tensor, result in zip(pending, results):
@@ -271,23 +272,23 @@ def _sync_tensors(tensors: list[SyncTarget], resolved: Mode, policy: str, device
             _take_keeping_dtype(tensor, result)
         else:
             _xc.replace_data(tensor, result)
-    _COUNTERS["calls"] += 1
+    COUNTERS["calls"] += 1
 
 
 def _compile_lazy(pending: list[torch.Tensor], ids: list, values: list, mode: Mode, overflow: str,
                   device: torch.device) -> _LazyProgram:
     device_str = str(device)
-    _COUNTERS["traces"] += 1
+    COUNTERS["traces"] += 1
     # the Python lines torch-xla recorded for the step's ops (inside xt.step()) reach the locations
-    with _torch_xla_failures("sync", "lowering the lazy graph"), _xc.python_frames_recorded():
+    with torch_xla_failures("sync", "lowering the lazy graph"), _xc.python_frames_recorded():
         bytecode = _xc.stablehlo_bytecode(pending, device_str)
-    module, text, seed_index, rng = _read_lowering(bytecode, ids, [t.dtype for t in pending])
+    module, text, seed_index, rng = read_lowering(bytecode, ids, [t.dtype for t in pending])
     sources = StackSourceMap(excluded_source_dirs())
     sources.relocate(module)
     keep_wide = mode is Mode.ALLOW
     scalars = scalar_uses(module) if not keep_wide else {}
     checks = guard(module) if not keep_wide else None
-    result = _narrow_module(module, mode, overflow, sources)
+    result = narrow_lowered(module, mode, overflow, sources)
     dtypes, in_types = [], []
     for k, value in enumerate(values):
         if k == seed_index:
@@ -297,7 +298,7 @@ def _compile_lazy(pending: list[torch.Tensor], ids: list, values: list, mode: Mo
         in_types.append((tuple(value.shape), dtype))
     if rng is not None:
         in_types.append((rng.input_shape(), torch.int32))
-    with _torch_xla_failures("sync", "compiling the narrowed program"):
+    with torch_xla_failures("sync", "compiling the narrowed program"):
         program = Program(result.text, in_types, device, checks=checks,
                           share_key=_share.fingerprint(result.module, in_types, device_str))
     return _LazyProgram(program, dtypes, seed_index, rng, result, text, scalars)

@@ -10,7 +10,7 @@ import torch
 
 from x64guard.errors import X64GuardError
 from x64guard.torch_xla import _private as _xc
-from x64guard.torch_xla.base import _INTEGER_NARROW, NARROW_DTYPE, _device
+from x64guard.torch_xla.base import INTEGER_NARROW, NARROW_DTYPE, xla_device
 from x64guard.torch_xla.boundary import narrow_on_host, held_over
 
 
@@ -76,7 +76,7 @@ def _narrowed_batch(batch: Any, index: int) -> list:
     wide, narrowed = [], []
     for x, path in zip(leaves, paths):
         target = NARROW_DTYPE.get(x.dtype) if x.device.type == "cpu" else None
-        wide.append(x.dtype if target is not None and x.dtype in _INTEGER_NARROW else None)
+        wide.append(x.dtype if target is not None and x.dtype in INTEGER_NARROW else None)
         narrowed.append(x if target is None else narrow_on_host(x, target, path))
     return [narrowed, _Layout(spec, wide)]
 
@@ -121,7 +121,7 @@ class NarrowingDeviceLoader:
 
     def __init__(self, loader: Iterable, device: "torch.device | str | None" = None, **kwargs) -> None:
         self._loader = loader
-        self._device = torch.device(device) if device is not None else _device()
+        self._device = torch.device(device) if device is not None else xla_device()
         self._kwargs = kwargs
         self._parallel = None
 

@@ -21,7 +21,7 @@ from x64guard.passes.rewriter import Rewriter
 from x64guard.passes.tables import INTEGER_SENTINELS
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla.base import MLIR_ELEMENT
-from x64guard.torch_xla.failures import _refusal
+from x64guard.torch_xla.failures import refusal
 from x64guard.torch_xla.overflow import NO_LINE
 from x64guard.torch_xla.rng import RngStateError, RngStates, extract_rng_states
 
@@ -83,7 +83,7 @@ class _Lowering(NamedTuple):
     rng: RngStates | None           # the generator states x64guard computes on the host
 
 
-def _read_lowering(bytecode: bytes, ids: list, out_dtypes: list, advice: str = "") -> _Lowering:
+def read_lowering(bytecode: bytes, ids: list, out_dtypes: list, advice: str = "") -> _Lowering:
     """torch-xla's own lowering of a graph, read in this process and prepared for the pass."""
     module, _ = xmlir.load(bytecode, trusted=True)
     text = xmlir.to_text(module)
@@ -93,8 +93,8 @@ def _read_lowering(bytecode: bytes, ids: list, out_dtypes: list, advice: str = "
     try:
         rng = extract_rng_states(module, seed_index)
     except RngStateError as exc:
-        raise _refusal(Kind.RNG_STATE_SOURCE, exc.op, f"{exc}; x64guard computes torch-xla's generator states on the "
-                       f"host and cannot here{advice}") from None
+        raise refusal(Kind.RNG_STATE_SOURCE, exc.op, f"{exc}; x64guard computes torch-xla's generator states on the "
+                      f"host and cannot here{advice}") from None
     return _Lowering(module, text, seed_index, rng)
 
 

@@ -205,7 +205,7 @@ def _warn(finding: Finding) -> None:
 # ============================================================================ the lazy loop
 
 def start_lazy_count() -> None:
-    """The baseline: torch-xla's own compiles before x64guard.torch_xla was imported are
+    """The baseline: torch-xla's own compiles before x64guard.torch_xla's first use are
     not the lazy loop's."""
     RECORD.theirs = _xc.compile_count() - _xc.own_compile_count()
     RECORD.calls_at_sync = RECORD.graph_calls
@@ -231,6 +231,8 @@ def check_lazy_reads() -> None:
     """At a sync: warn once when torch-xla compiled graphs of its own (not asked for by
     x64guard) since the previous sync: a mid-step read, code dynamo left between the
     backend's graphs, or torch_xla.sync() itself ran them at full width."""
+    if RECORD.theirs is None:    # x64guard's first use: nothing before it is the lazy loop's
+        start_lazy_count()
     theirs = _xc.compile_count() - _xc.own_compile_count()
     new, RECORD.theirs = theirs - (theirs if RECORD.theirs is None else RECORD.theirs), theirs
     backend_calls, RECORD.calls_at_sync = RECORD.graph_calls - RECORD.calls_at_sync, RECORD.graph_calls

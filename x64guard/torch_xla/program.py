@@ -13,8 +13,9 @@ from x64guard.findings import Finding, Kind, Severity
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla import share as _share
-from x64guard.torch_xla.base import _COUNTERS
-from x64guard.torch_xla.overflow import OverflowChecks, describe
+from x64guard.torch_xla.base import COUNTERS
+from x64guard.passes.overflow_checks import OverflowChecks
+from x64guard.torch_xla.overflow import describe
 
 
 _PROGRAM_IDS = itertools.count()
@@ -59,7 +60,7 @@ class Program:
         # torch_xla/share.py): that program, compiled once
         self._compiled = _share.shared(share_key, build)
         if counted:
-            _COUNTERS["programs" if built else "programs_shared"] += 1
+            COUNTERS["programs" if built else "programs_shared"] += 1
 
     name = property(lambda self: self._compiled.name)
     # the graph's parameter order, of the module's parameters (none for an anchored program:

@@ -9,10 +9,11 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from x64guard.errors import X64GuardError
+from x64guard.torch_xla import _private as _xc
 from x64guard.findings import Finding, Kind, Location, Severity
 from x64guard.torch_xla.base import NARROW_DTYPE
 from x64guard.torch_xla.boundary import narrow_through_host
-from x64guard.torch_xla.fft import _FFT_OPS, _fft
+from x64guard.torch_xla.fft import FFT_OPS, fft_as_xla
 from x64guard.torch_xla.source import TRAMPOLINE_FILE, node_source
 
 
@@ -33,7 +34,7 @@ def _is_xla(x) -> bool:
     return isinstance(x, torch.Tensor) and x.device.type == "xla"
 
 
-class _TorchXlaRepairs(TorchDispatchMode):
+class TorchXlaRepairs(TorchDispatchMode):
     """Active while x64guard traces a graph with torch-xla (and in mode allow):
 
     * reductions over an empty dim list get the full list (torch-xla reduces nothing);
@@ -80,8 +81,8 @@ class _TorchXlaRepairs(TorchDispatchMode):
                 return _native_dropout(*args, **kwargs)
             if func in _EMPTY_DIM_MEANS_ALL:
                 args, kwargs = _full_dims(func, args, kwargs)
-            elif func in _FFT_OPS:
-                return _fft(func, *args, **kwargs)
+            elif func in FFT_OPS:
+                return fft_as_xla(func, *args, **kwargs)
             elif func in DECOMPOSITIONS:
                 return DECOMPOSITIONS[func](*args, **kwargs)
             elif self._refuse_fallbacks and _falls_back(func):
@@ -106,7 +107,7 @@ def _falls_back(func) -> bool:
     """Whether torch-xla runs `func` on the CPU: no XLA kernel, and none the dispatcher
     uses for XLA instead (CompositeExplicitAutograd; CompositeImplicitAutograd ops are
     decomposed before a dispatch mode sees them)."""
-    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    has = _xc.has_kernel
     name = func.name()
     return not (has(name, "XLA") or has(name, "CompositeExplicitAutograd") or has(name, "CompositeImplicitAutograd"))
 
@@ -258,16 +259,6 @@ def _embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, maximu
     return zeros.index_add(0, indices, rows)
 
 
-def _bucketize(x, boundaries, *, out_int32=False, right=False):
-    return torch._refs.bucketize(x, boundaries, out_int32=out_int32, right=right)
-
-
-def _weight_norm_interface(v, g, dim=0):
-    from torch._decomp import decompositions
-
-    return decompositions._weight_norm_interface(v, g, dim)
-
-
 def _weight_norm_interface_backward(grad_w, saved_v, saved_g, saved_norms, dim):
     # PyTorch's own composite form of the same gradient (WeightNorm.cpp)
     return _A._weight_norm_differentiable_backward.default(grad_w, saved_v, saved_g, saved_norms, dim)
@@ -276,8 +267,8 @@ def _weight_norm_interface_backward(grad_w, saved_v, saved_g, saved_norms, dim):
 DECOMPOSITIONS = {
     _A._embedding_bag.default: _embedding_bag,
     _A._embedding_bag_forward_only.default: _embedding_bag,
-    _A.bucketize.Tensor: _bucketize,
-    _A._weight_norm_interface.default: _weight_norm_interface,
+    _A.bucketize.Tensor: _xc.reference_bucketize,
+    _A._weight_norm_interface.default: _xc.decomposed_weight_norm_interface,
     _A._embedding_bag_backward.default: _embedding_bag_backward,
     _A._weight_norm_interface_backward.default: _weight_norm_interface_backward,
 }

@@ -168,19 +168,7 @@ def extract_rng_states(module: ir.Module, seed_argument: int | None) -> RngState
         if op.name not in _STATE_OPS:
             raise RngStateError(f"the state of a random-number generator is computed with {op.name}, which x64guard "
                                 "does not evaluate on the host", op.name)
-        operands = [step_of(v) for v in op.operands]
-        result = op.results[0].type
-        element = _element(result)
-        if element not in _NUMPY:
-            raise RngStateError(f"the state of a random-number generator is computed in {element}", op.name)
-        step = _Step(op.name, operands, _NUMPY[element], _shape(result))
-        if op.name == "stablehlo.constant":
-            step.value = np.broadcast_to(read_constant(op, result)[0], step.shape).astype(step.dtype)
-        elif op.name == "stablehlo.concatenate":
-            step.dimension = ir.IntegerAttr(op.attributes["dimension"]).value
-        elif op.name == "stablehlo.broadcast_in_dim":
-            step.dims = tuple(ir.DenseI64ArrayAttr(op.attributes["broadcast_dimensions"]))
-        steps.append(step)
+        steps.append(_host_step(op, [step_of(v) for v in op.operands]))
         ops.append(op)
         return len(steps) - 1
 
@@ -198,6 +186,23 @@ def extract_rng_states(module: ir.Module, seed_argument: int | None) -> RngState
     plan = RngStates(steps, outputs, state_shape)
     _rewrite(module, main, block, generators, plan, seed_argument, ops, Rewriter())
     return plan
+
+
+def _host_step(op: ir.Operation, operands: list[int]) -> _Step:
+    """One op of a state's computation as a step evaluated on the host (`operands`: the
+    steps, or -1 for the seed, feeding it)."""
+    result = op.results[0].type
+    element = _element(result)
+    if element not in _NUMPY:
+        raise RngStateError(f"the state of a random-number generator is computed in {element}", op.name)
+    step = _Step(op.name, operands, _NUMPY[element], _shape(result))
+    if op.name == "stablehlo.constant":
+        step.value = np.broadcast_to(read_constant(op, result)[0], step.shape).astype(step.dtype)
+    elif op.name == "stablehlo.concatenate":
+        step.dimension = ir.IntegerAttr(op.attributes["dimension"]).value
+    elif op.name == "stablehlo.broadcast_in_dim":
+        step.dims = tuple(ir.DenseI64ArrayAttr(op.attributes["broadcast_dimensions"]))
+    return step
 
 
 def _main(module: ir.Module) -> ir.Operation:

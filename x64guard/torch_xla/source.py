@@ -31,6 +31,7 @@ from jax.extend.mlir import ir
 import x64guard
 from x64guard.findings import POSITION, SOURCE, Finding, Location
 from x64guard.passes.rewriter import Rewriter
+from x64guard.torch_xla import _private as _xc
 
 TRAMPOLINE_FILE = "x64guard-fx-node"
 _TRAMPOLINE_FRAME = re.compile(r'"' + re.escape(TRAMPOLINE_FILE) + r'":(\d+):')
@@ -100,7 +101,7 @@ def node_source(node: torch.fx.Node) -> NodeSource:
         kind = getattr(kind, "__name__", None) or str(kind).rsplit(".", 1)[-1].rstrip("'>")
     target = node.target
     name = str(target) if not callable(target) else getattr(target, "__name__", str(target))
-    if isinstance(target, torch._ops.OpOverload):
+    if _xc.is_op_overload(target):
         name = str(target)
     return NodeSource(file, line, path, kind, name)
 

@@ -1,5 +1,5 @@
 """Tracing: a graph traced with torch-xla at full width, its StableHLO narrowed and
-compiled (a _Specialization), and each later call's inputs and outputs."""
+compiled (a Specialization), and each later call's inputs and outputs."""
 
 from __future__ import annotations
 
@@ -16,19 +16,20 @@ from x64guard.modes import Mode
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla import share as _share
-from x64guard.torch_xla.base import _COUNTERS, NARROW_DTYPE
+from x64guard.torch_xla.base import COUNTERS, NARROW_DTYPE
 from x64guard.torch_xla.boundary import BOUNDARY, narrow_alias, to_program_input, narrow_through_host
-from x64guard.torch_xla.failures import _narrow_module, _refusal, _torch_xla_failures, _TraceWatch
-from x64guard.torch_xla.lowering import _read_lowering
-from x64guard.torch_xla.overflow import guard
+from x64guard.torch_xla.failures import refusal, torch_xla_failures, TraceWatch
+from x64guard.torch_xla.narrowing import narrow_lowered
+from x64guard.torch_xla.lowering import read_lowering
+from x64guard.passes.overflow_checks import guard
 from x64guard.torch_xla.program import Program
-from x64guard.torch_xla.repairs import _TorchXlaRepairs
+from x64guard.torch_xla.repairs import TorchXlaRepairs
 from x64guard.torch_xla.rng import RngStates, openxla_next_seed
 from x64guard.torch_xla.source import SourceMap, node_source
 
 
 @dataclasses.dataclass
-class _Source:
+class ParameterSource:
     """Where one parameter of the narrowed program comes from on each call."""
 
     kind: str            # "arg" (the graph's i-th input), "attr" (a tensor attribute of the graph), "const",
@@ -63,11 +64,11 @@ class _Owner(NamedTuple):
 
 
 @dataclasses.dataclass
-class _Specialization:
+class Specialization:
     """One traced, narrowed and compiled graph, and how to call it."""
 
     program: Program | None       # None when the graph returns no tensor
-    sources: list[_Source]
+    sources: list[ParameterSource]
     dtypes: list[torch.dtype]       # what each program parameter takes
     out_spec: Any
     out_leaves: list[_OutputLeaf]
@@ -77,7 +78,7 @@ class _Specialization:
     flat_tuple: bool = False        # the outputs are a flat tuple of the program's tensors, in order
     rng: RngStates | None = None    # the random-number generators' states, when the graph draws any
 
-    def prepare(self) -> "_Specialization":
+    def prepare(self) -> "Specialization":
         """The steady-state form of `sources`: one _PlanStep per parameter of the compiled
         graph, in the graph's order; and whether outputs need no unflattening."""
         order = self.program.order if self.program is not None else range(len(self.sources))
@@ -98,16 +99,17 @@ class _Specialization:
 _ARG, _CONST, _ATTR, _RNG = 0, 1, 2, 3
 
 
-_TRACE_LOCK = threading.RLock()   # torch-xla's tracing state (and its process-wide flags) is process-wide
+TRACE_LOCK = threading.RLock()   # torch-xla's tracing state (and its process-wide flags) is process-wide
 
 
-def _trace(run: Callable[[list], Any], args: Sequence, paths: Sequence[str], attrs: dict[str, torch.Tensor],
-           mode: Mode, overflow: str, device: torch.device, *, expected: Sequence | None = None,
-           nodes: Sequence[torch.fx.Node] | None = None, path: str = "backend") -> _Specialization:
-    with _TRACE_LOCK, _torch_xla_failures(path, "handling the graph's inputs or outputs"):
+def trace_graph(run: Callable[[list], Any], args: Sequence, paths: Sequence[str], attrs: dict[str, torch.Tensor],
+                mode: Mode, overflow: str, device: torch.device, *, expected: Sequence | None = None,
+                nodes: Sequence[torch.fx.Node] | None = None, path: str = "backend", target: str = "x32"
+                ) -> Specialization:
+    with TRACE_LOCK, torch_xla_failures(path, "handling the graph's inputs or outputs"):
         # (torch-xla's own exceptions outside the trace and the lowering, e.g. its replacement
         # GRU's inputs that are no XLA tensors, come as TorchXlaFailure too)
-        return _trace_locked(run, args, paths, attrs, mode, overflow, device, expected, nodes, path)
+        return _trace_locked(run, args, paths, attrs, mode, overflow, device, expected, nodes, path, target)
 
 
 @dataclasses.dataclass
@@ -127,13 +129,14 @@ class _TraceInputs:
 
 def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[str], attrs: dict[str, torch.Tensor],
                   mode: Mode, overflow: str, device: torch.device, expected: Sequence | None,
-                  nodes: Sequence[torch.fx.Node] | None, path: str) -> _Specialization:
+                  nodes: Sequence[torch.fx.Node] | None, path: str, target: str) -> Specialization:
     """Trace `run(args)` with torch-xla at full width, narrow its StableHLO, compile it.
 
     Tensor inputs are traced on device data of their own (`_trace_inputs`). Each
     parameter of the lowered module is then matched to its owner by device buffer
     (`_parameter_sources`). `nodes`, when the graph is run node by node from trampoline
-    frames, places findings at the model's lines.
+    frames, places findings at the model's lines. `target`: the profile the core pass
+    narrows for (`x64guard.narrow`'s).
     """
     device_str = str(device)
     keep_wide = mode is Mode.ALLOW
@@ -142,32 +145,32 @@ def _trace_locked(run: Callable[[list], Any], args: Sequence, paths: Sequence[st
     out_tensors, out_leaves, out_spec = _split_outputs(outputs, nodes)
     _refuse_mutated_inputs(inputs)
     if not out_tensors:
-        return _Specialization(None, [], [], out_spec, out_leaves, None).prepare()
+        return Specialization(None, [], [], out_spec, out_leaves, None).prepare()
 
-    with _torch_xla_failures(path, "lowering the graph"), _xc.python_frames_recorded():  # (read when lowering too)
+    with torch_xla_failures(path, "lowering the graph"), _xc.python_frames_recorded():  # (read when lowering too)
         bytecode = _xc.stablehlo_bytecode(out_tensors, device_str)
     ids, values = _xc.graph_inputs(out_tensors)
-    lowering = _read_lowering(bytecode, ids, [t.dtype for t in out_tensors],
-                              ". Draw the random numbers outside the compiled function and pass them in")
+    lowering = read_lowering(bytecode, ids, [t.dtype for t in out_tensors],
+                             ". Draw the random numbers outside the compiled function and pass them in")
     if lowering.seed_index is not None:
         if lowering.rng is None:
-            raise _refusal(Kind.RNG_STATE_SOURCE, "graph", "torch-xla's RNG seed is an input of this graph but feeds "
-                           "no random-number generator; x64guard would freeze its value. Please report this")
+            raise refusal(Kind.RNG_STATE_SOURCE, "graph", "torch-xla's RNG seed is an input of this graph but feeds "
+                          "no random-number generator; x64guard would freeze its value. Please report this")
         del ids[lowering.seed_index], values[lowering.seed_index]
     sources_map = SourceMap(nodes) if nodes is not None else None
     if sources_map is not None:
         sources_map.relocate(lowering.module)
     checks = guard(lowering.module) if not keep_wide else None
-    result = _narrow_module(lowering.module, mode, overflow, sources_map)
+    result = narrow_lowered(lowering.module, mode, overflow, sources_map, target)
 
     sources, dtypes, in_types = _parameter_sources(ids, values, args, inputs, lowering.rng, keep_wide, overflow,
                                                    device)
     del outputs, out_tensors, values, inputs     # the trace's tensors go before the compile
-    with _torch_xla_failures(path, "compiling the narrowed program"):
+    with torch_xla_failures(path, "compiling the narrowed program"):
         program = Program(result.text, in_types, device, checks=checks,
-                          share_key=_share.fingerprint(result.module, in_types, device_str))
-    return _Specialization(program, sources, dtypes, out_spec, out_leaves, result, lowering.text,
-                           rng=lowering.rng).prepare()
+                           share_key=_share.fingerprint(result.module, in_types, device_str))
+    return Specialization(program, sources, dtypes, out_spec, out_leaves, result, lowering.text,
+                          rng=lowering.rng).prepare()
 
 
 def _trace_inputs(args: Sequence, paths: Sequence[str], attrs: dict[str, torch.Tensor], keep_wide: bool,
@@ -222,12 +225,12 @@ def _run_trace(run: Callable[[list], Any], trace_args: list, keep_wide: bool, ov
                path: str) -> Any:
     """`run(trace_args)` under torch-xla's lazy tracing, with x64guard's repairs, watched
     for executions; the user's generator left as it was."""
-    _COUNTERS["traces"] += 1
+    COUNTERS["traces"] += 1
     seed_before = _xc.rng_seed(device_str)
     try:
-        repairs = _TorchXlaRepairs(narrow_transfers=None if keep_wide else overflow, refuse_fallbacks=True)
-        with _torch_xla_failures(path, "tracing the graph"), torch.no_grad(), _xc.inline_scalars(), \
-                _xc.python_frames_recorded(), repairs, _TraceWatch():
+        repairs = TorchXlaRepairs(narrow_transfers=None if keep_wide else overflow, refuse_fallbacks=True)
+        with torch_xla_failures(path, "tracing the graph"), torch.no_grad(), _xc.inline_scalars(), \
+                _xc.python_frames_recorded(), repairs, TraceWatch():
             return run(trace_args)
     finally:
         if _xc.rng_seed(device_str) != seed_before:   # the trace drew: leave the user's generator as it was
@@ -245,10 +248,10 @@ def _split_outputs(outputs: Any, nodes: Sequence[torch.fx.Node] | None
             if leaf.device.type != "xla":
                 # (a graph's CPU part runs on the CPU, x64guard/torch_xla/mixed.py: this one's
                 # nodes carried no device in their metadata, so it was not recognised)
-                raise _refusal(Kind.CPU_OUTPUT, "output", f"the graph returns a {leaf.device.type} tensor "
-                               f"({_output_origin(nodes, position, leaf)}) that x64guard could not place in the "
-                               "graph's CPU part. Make that tensor on the device (device=x.device), or keep the "
-                               "code that makes it out of the compiled function")
+                raise refusal(Kind.CPU_OUTPUT, "output", f"the graph returns a {leaf.device.type} tensor "
+                              f"({_output_origin(nodes, position, leaf)}) that x64guard could not place in the "
+                              "graph's CPU part. Make that tensor on the device (device=x.device), or keep the "
+                              "code that makes it out of the compiled function")
             out_leaves.append(_OutputLeaf("tensor", len(out_tensors)))
             out_tensors.append(leaf)
         else:
@@ -260,14 +263,14 @@ def _refuse_mutated_inputs(inputs: _TraceInputs) -> None:
     mutated = [inputs.path_of(i) for i in inputs.positions
                if (_xc.data_id(inputs.bases[i]), _xc.data_id(inputs.trace_args[i])) != inputs.before[i]]
     if mutated:
-        raise _refusal(Kind.INPUT_MUTATION, "graph", f"the graph writes to {', '.join(mutated)} in place (a buffer "
-                       "update, e.g. BatchNorm in training mode, or a cache); x64guard does not write narrowed "
-                       "results back into 64-bit tensors. Call model.eval() or keep the update outside the graph")
+        raise refusal(Kind.INPUT_MUTATION, "graph", f"the graph writes to {', '.join(mutated)} in place (a buffer "
+                      "update, e.g. BatchNorm in training mode, or a cache); x64guard does not write narrowed "
+                      "results back into 64-bit tensors. Call model.eval() or keep the update outside the graph")
 
 
 def _parameter_sources(ids: list, values: list, args: Sequence, inputs: _TraceInputs, rng: RngStates | None,
                        keep_wide: bool, overflow: str, device: torch.device
-                       ) -> tuple[list[_Source], list[torch.dtype], list[tuple[tuple[int, ...], torch.dtype]]]:
+                       ) -> tuple[list[ParameterSource], list[torch.dtype], list[tuple[tuple[int, ...], torch.dtype]]]:
     """Each parameter of the lowered module matched to its owner by device buffer: a graph
     input, a tensor attribute of the graph, a constant the graph created (narrowed once),
     or torch-xla's RNG seed (whose arithmetic is taken out of the program:
@@ -279,20 +282,20 @@ def _parameter_sources(ids: list, values: list, args: Sequence, inputs: _TraceIn
         owner = inputs.owners.get(_xc.data_id(value))
         dtype = value.dtype if keep_wide else NARROW_DTYPE.get(value.dtype, value.dtype)
         if owner is None and tensor_id in input_ids:  # never freeze an input's value into the program
-            raise _refusal(Kind.INTERNAL, "graph", "x64guard could not tell which input feeds a parameter of the "
-                           "lowered graph; refusing rather than freezing its first value. Please report this")
+            raise refusal(Kind.INTERNAL, "graph", "x64guard could not tell which input feeds a parameter of the "
+                          "lowered graph; refusing rather than freezing its first value. Please report this")
         if owner is None:
             where = "a constant of the graph"
-            source = _Source("const", value=_constant_input(value, dtype, where, device, overflow), path=where)
+            source = ParameterSource("const", value=_constant_input(value, dtype, where, device, overflow), path=where)
         elif owner.kind == "arg":
-            source = _Source("arg", index=owner.key, path=inputs.path_of(owner.key))
+            source = ParameterSource("arg", index=owner.key, path=inputs.path_of(owner.key))
         else:
-            source = _Source("attr", name=owner.key, path=owner.key)
+            source = ParameterSource("attr", name=owner.key, path=owner.key)
         sources.append(source)
         dtypes.append(dtype)
         in_types.append((tuple(value.shape), dtype))
     if rng is not None:   # the module's last parameter: every generator's state, as int32 words
-        sources.append(_Source("rng", value=rng, path="the random-number generators' states"))
+        sources.append(ParameterSource("rng", value=rng, path="the random-number generators' states"))
         dtypes.append(torch.int32)
         in_types.append((rng.input_shape(), torch.int32))
     return sources, dtypes, in_types
@@ -323,7 +326,7 @@ def _constant_input(value: torch.Tensor, dtype: torch.dtype, where: str, device:
     return narrow_through_host(value, dtype, where, device, overflow)
 
 
-def _rng_words(rng: RngStates, device: torch.device, device_str: str) -> torch.Tensor:
+def rng_words(rng: RngStates, device: torch.device, device_str: str) -> torch.Tensor:
     """The generators' states for this call, from torch-xla's running seed (a host value),
     then the seed advanced as torch-xla's own dynamo bridge advances it after a call."""
     seed = _xc.rng_seed(device_str)
@@ -332,8 +335,8 @@ def _rng_words(rng: RngStates, device: torch.device, device_str: str) -> torch.T
     return words
 
 
-def _program_inputs(spec: _Specialization, args: Sequence, attr: Callable[[str], torch.Tensor] | None,
-                    device: torch.device, device_str: str) -> list[torch.Tensor]:
+def program_inputs(spec: Specialization, args: Sequence, attr: Callable[[str], torch.Tensor] | None,
+                   device: torch.device, device_str: str) -> list[torch.Tensor]:
     """The program's inputs for one call, in the compiled graph's order. The steady state
     takes two fast paths: an XLA tensor already of the program's dtype goes through as
     it is, and a 64-bit XLA tensor whose narrowed copy is cached for its current device
@@ -347,7 +350,7 @@ def _program_inputs(spec: _Specialization, args: Sequence, attr: Callable[[str],
             append(payload)
             continue
         if kind == _RNG:
-            append(_rng_words(payload, device, device_str))
+            append(rng_words(payload, device, device_str))
             continue
         x = args[payload] if kind == _ARG else attr(payload)
         if isinstance(x, torch.Tensor) and x.is_xla:
@@ -362,7 +365,7 @@ def _program_inputs(spec: _Specialization, args: Sequence, attr: Callable[[str],
     return inputs
 
 
-def _outputs(spec: _Specialization, tensors: list[torch.Tensor]):
+def outputs_from(spec: Specialization, tensors: list[torch.Tensor]):
     if spec.flat_tuple:
         return tuple(tensors)
     leaves = [tensors[v] if kind == "tensor" else v for kind, v in spec.out_leaves]
