@@ -28,8 +28,6 @@ def _fft_computation(kind: str, shape: tuple, dtype: str, dims: tuple, normaliza
     import jax
     import jax.numpy as jnp
 
-    from x64guard.jax import _private as jax_private
-
     def signal_size(sizes) -> int:
         return int(np.prod([sizes[d] for d in dims])) if dims else 1
 
@@ -56,7 +54,7 @@ def _fft_computation(kind: str, shape: tuple, dtype: str, dims: tuple, normaliza
         out = transform(v)
         return out if scale == 1.0 else out * scale
 
-    with jax_private.x64_enabled():
+    with jax.enable_x64(True):  # this thread only, restored on exit
         lowered = jax.jit(fn).lower(jax.ShapeDtypeStruct(shape, jnp.dtype(dtype)))
         proto = lowered.compiler_ir("hlo").as_serialized_hlo_module_proto()
     return _xc.computation_from_proto(f"x64guard_fft_{kind}", proto)
