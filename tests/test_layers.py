@@ -3,7 +3,7 @@
 (a) the core (the root modules, io/, passes/, cli/) imports no front end (x64guard.jax,
     x64guard.torch, x64guard.torch_xla): front ends use the core, never the reverse;
 (b) private framework modules are imported only by each front end's `_private*.py` and by
-    x64guard/_bindings.py (the core's one shim of private jaxlib calls), so a framework
+    x64guard/bindings.py (the core's one shim of private jaxlib calls), so a framework
     release that moves one breaks those files only.
 
 Private, for (b): `jax._src`, everything under `jaxlib` (the bare `import jaxlib`, for its
@@ -28,7 +28,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "x64guard"
 FRONT_ENDS = ("x64guard.jax", "x64guard.torch", "x64guard.torch_xla")
 FRAMEWORKS = ("jax", "jaxlib", "torch", "torch_xla")
-SHIM = "_bindings.py"
+SHIM = "bindings.py"
 
 # Private framework imports outside the `_private` modules that are known and on their way
 # out, each (file, module) with why it is here. Empty this as they move.
@@ -134,13 +134,13 @@ def test_every_allowed_entry_is_still_needed():
 def test_the_scan_reads_the_package():
     imports = list(package_imports())
     files = {i.file for i in imports}
-    assert {"api.py", "io/modules.py", "cli/_hlo.py", "jax/_private.py", "torch_xla/_private.py"} <= files
+    assert {"api.py", "io/modules.py", "cli/hlo.py", "jax/_private.py", "torch_xla/_private.py"} <= files
     assert any(i.file == SHIM and i.module == "jaxlib._jax" for i in imports)
 
 
 @pytest.mark.parametrize("file, source", [
     ("io/modules.py", "from x64guard.jax import _private\n"),
-    ("cli/_hlo.py", "def f():\n    from ..jax import _private\n"),
+    ("cli/hlo.py", "def f():\n    from ..jax import _private\n"),
     ("passes/check.py", "import x64guard.torch_xla.base\n"),
     ("settings.py", "from x64guard import jax\n"),
     ("api.py", "import importlib\nimportlib.import_module('x64guard.torch')\n"),
@@ -171,7 +171,7 @@ def test_a_planted_private_import_is_caught(file, source):
     ("io/modules.py", "from jax.extend.mlir import ir\n"),
     ("torch/calls.py", "from torch.overrides import TorchFunctionMode\n"),
     ("torch_xla/mixed.py", "from torch.utils import _pytree\n"),
-    ("cli/app.py", "from x64guard.cli import _hlo\n"),
+    ("cli/app.py", "from x64guard.cli import hlo\n"),
 ])
 def test_public_imports_and_the_private_modules_pass(file, source):
     imports = list(imports_of(Path(file), source))
