@@ -68,7 +68,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported eagerly
+    # (not `jit`: the root imports no front end, tests/test_layers.py)
     from x64guard.api import NarrowResult, check, narrow
     from x64guard.findings import Finding, Report, Severity
-    from x64guard.jax import jit
     from x64guard.settings import current_mode, mode, set_mode

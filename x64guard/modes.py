@@ -44,8 +44,8 @@ def mode_from_environment() -> Mode:
     return _parse(Mode, env, f"mode in ${MODE_ENV_VAR}")
 
 
-# Where the default mode comes from. x64guard.settings replaces this with JAX's
-# configuration state (so that x64guard.mode(...) and set_mode(...) apply everywhere).
+# Where the default mode comes from. x64guard.settings replaces this with its own
+# (so that x64guard.mode(...) and set_mode(...) apply everywhere).
 _default_mode: Callable[[], Mode] = mode_from_environment
 
 

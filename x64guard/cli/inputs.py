@@ -27,7 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 from x64guard.io import modules
-from x64guard.cli import _hlo
+from x64guard.cli import hlo
 
 
 class InputError(Exception):
@@ -148,9 +148,9 @@ def read_units(path: str, data: bytes | None = None) -> list[Unit]:
         return [_bytecode_unit(display, data, data)]
     text = _utf8(data)
     if text is not None:
-        if _hlo.looks_like_hlo_text(text):
-            name = _hlo.hlo_module_name(text)
-            return [Unit(display, Format.HLO_TEXT, _convert(display, _hlo.hlo_text_to_stablehlo, text),
+        if hlo.looks_like_hlo_text(text):
+            name = hlo.hlo_module_name(text)
+            return [Unit(display, Format.HLO_TEXT, _convert(display, hlo.hlo_text_to_stablehlo, text),
                          name=name, function=function_name(name))]
         if "## BEGIN_GRAPH" in text:
             return _torch_xla_graphs(display, text)
@@ -160,7 +160,7 @@ def read_units(path: str, data: bytes | None = None) -> list[Unit]:
     if exported is not None:
         return [exported]
     if display.endswith(".pb"):
-        return [Unit(display, Format.HLO_PROTO, _convert(display, _hlo.hlo_proto_to_stablehlo, data))]
+        return [Unit(display, Format.HLO_PROTO, _convert(display, hlo.hlo_proto_to_stablehlo, data))]
     hint = "" if _has_flatbuffers() else " (reading jax.export artifacts needs the 'flatbuffers' package)"
     raise InputError(display, "not a module x64guard can read: neither MLIR text, MLIR bytecode, a StableHLO "
                               f"portable artifact, HLO text, nor a serialized jax.export artifact{hint}")
@@ -250,9 +250,9 @@ def _torch_xla_graphs(display: str, text: str) -> list[Unit]:
         frames = [m.groupdict() for m in map(_FRAME.match, match.group("frames").splitlines()) if m]
         user = next((f for f in frames if not _is_library_file(f["file"])), frames[0] if frames else None)
         label = f"graph {index}: {match.group('title')}"
-        if _hlo.looks_like_hlo_text(graph):
-            data: str | bytes = _convert(f"{display} ({label})", _hlo.hlo_text_to_stablehlo, graph)
-            name = _hlo.hlo_module_name(graph)
+        if hlo.looks_like_hlo_text(graph):
+            data: str | bytes = _convert(f"{display} ({label})", hlo.hlo_text_to_stablehlo, graph)
+            name = hlo.hlo_module_name(graph)
         elif graph.startswith(("module", "#loc", "func.func")):
             data, name = graph, _text_module_name(graph)
         else:
@@ -286,9 +286,9 @@ def narrowed_bytes(unit: Unit, result, narrow: Callable[[bytes, str], Any] | Non
     if unit.format is Format.PORTABLE_ARTIFACT:
         return result.portable_artifact(unit.version)
     if unit.format is Format.HLO_TEXT:
-        return _hlo.stablehlo_to_hlo_text(result.text).encode("utf-8")
+        return hlo.stablehlo_to_hlo_text(result.text).encode("utf-8")
     if unit.format is Format.HLO_PROTO:
-        return _hlo.stablehlo_to_hlo_proto(result.text)
+        return hlo.stablehlo_to_hlo_proto(result.text)
     raise InputError(unit.display, f"x64guard narrow cannot write a {FORMAT_NAMES[unit.format]} back")
 
 

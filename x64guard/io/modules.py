@@ -16,8 +16,7 @@ import os
 
 import numpy as np
 
-from x64guard import versions
-from x64guard.jax import _private
+from x64guard import bindings, versions
 
 versions.check_jax_version()  # before JAX's bindings: a clear message for an untested JAX
 
@@ -48,7 +47,7 @@ def make_context() -> ir.Context:
     context.append_dialect_registry(lowering.upstream_dialects)  # loaded on demand
     for dialect in (stablehlo, chlo, sdy):
         dialect.register_dialect(context)
-    _private.register_mhlo(context)
+    bindings.register_mhlo(context)
     context.allow_unregistered_dialects = True
     return context
 

@@ -11,9 +11,11 @@ The modules, along the seams of what x64guard.jit does:
   user_frames.py  warnings at the user's calling line
   _private.py     every private JAX call, and nothing else
 
+  mode_key.py     the mode in JAX's jit and persistent cache keys (registered by function.py)
+
 Importing this package loads none of them: each public name is loaded on first use
-(PEP 562), so that the core's use of `_private` (MLIR dialects, HLO conversion, the mode's
-configuration state) does not load the front end.
+(PEP 562), so that `import x64guard.jax` stays cheap. The core imports nothing from here
+(tests/test_layers.py).
 """
 
 from __future__ import annotations

@@ -86,28 +86,6 @@ def exclude_from_user_frames(path: str) -> None:
     traceback_util.register_exclusion(path)
 
 
-def register_mhlo(context) -> None:
-    """MHLO, for modules converted from XLA's optimized HLO (mhlo.fusion, ...): jaxlib
-    ships the dialect but jax.extend does not expose it."""
-    from jaxlib.mlir.dialects import mhlo
-
-    mhlo.register_mhlo_dialect(context)
-
-
-def hlo_text_to_proto(text: str) -> bytes:
-    """A serialized HloModuleProto from HLO text (jaxlib parses HLO text only privately)."""
-    from jaxlib import _hlo
-
-    return _hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
-
-
-def stablehlo_to_xla_computation(module: "str | bytes"):
-    """An XlaComputation from StableHLO (text or bytecode): the way back to HLO."""
-    from jaxlib._jax import mlir as jaxlib_mlir
-
-    return jaxlib_mlir.mlir_module_to_xla_computation(module, use_tuple_args=False, return_tuple=False)
-
-
 # ----------------------------------------------------------------------------- tracing and lowering
 
 def array_impl_type() -> type:

@@ -23,7 +23,7 @@ from typing import Any, Callable, NamedTuple
 import jax
 import numpy as np
 
-from x64guard.jax import _private
+from x64guard.jax import _private, mode_key
 from x64guard.jax.build import build_program
 from x64guard.jax.callbacks import raise_callback_error
 from x64guard.jax.inputs import (ARRAY_TYPE, NARROW_DTYPE, WIDE_INTEGERS, WIDE_NUMPY, StaticArgs, StaticKey,
@@ -35,6 +35,8 @@ from x64guard.passes.tables import DEFAULT_TARGET
 from x64guard.settings import current_mode
 
 __all__ = ["jit", "NarrowedFunction", "Lowered", "Compiled"]
+
+mode_key.register()  # JAX's jit and persistent cache keys include the mode from here on
 
 _ALLOW = Mode.ALLOW
 _JaxRuntimeError = jax.errors.JaxRuntimeError

@@ -18,9 +18,15 @@ def element_type(t: ir.Type) -> ir.Type:
 
 
 def is_wide(t: ir.Type) -> bool:
-    """Is `t` a 64-bit element type x64guard narrows (i64, si64, ui64, f64, complex<f64>), or
-    a shaped type of one? Tuples and function types are not looked into (the type
-    converter rebuilds those: `TypeConverter.convert(t) is not None`)."""
+    """The package's one answer to "is this type 64-bit?": does `t` hold an element type the
+    type table narrows (`tables.NARROW_ELEMENT_TYPE`: i64, si64, ui64, f64, complex<f64>)? A
+    scalar, a shaped type (tensor, vector, memref) of one, or a tuple or function type with
+    one among its parts. (A foreign type that only mentions f64, `!foo.bar<f64>`, is not one:
+    the type converter records those it cannot rebuild, `TypeConverter.unsupported`.)"""
+    if isinstance(t, ir.TupleType):
+        return any(is_wide(t.get_type(i)) for i in range(t.num_types))
+    if isinstance(t, ir.FunctionType):
+        return any(is_wide(part) for part in (*t.inputs, *t.results))
     return str(element_type(t)) in NARROW_ELEMENT_TYPE
 
 

@@ -20,7 +20,7 @@ from jax.extend.mlir import ir
 
 from x64guard.errors import X64GuardError
 from x64guard.passes.driver import PassRun, collect
-from x64guard.passes.ir_queries import read_attribute
+from x64guard.passes.ir_queries import is_wide, read_attribute
 from x64guard.passes.locations import LocationResolver
 from x64guard.passes.tables import CHECK_DIALECT_OPS, never_has_type_attributes
 
@@ -50,11 +50,13 @@ class Legality:
         # the pass raises it).
         self.failure: str | None = None
 
-    def _is_wide(self, t: ir.Type) -> bool:
+    def _still_wide(self, t: ir.Type) -> bool:
+        """`is_wide`, or a 64-bit type the converter could not rebuild (cached per type)."""
         found = self._wide.get(t)
         if found is None:
             converter = self._converter
-            found = self._wide[t] = converter.convert(t) is not None or t in converter.unsupported
+            converter.convert(t)  # records a type it cannot rebuild in `unsupported`
+            found = self._wide[t] = is_wide(t) or t in converter.unsupported
         return found
 
     def _is_convertible(self, t: ir.Type) -> bool:
@@ -78,7 +80,7 @@ class Legality:
 
     def _check_results(self, op: ir.Operation, function: str) -> None:
         for index, t in enumerate(op.results.types):
-            if self._is_wide(t) and self.failure is None:
+            if self._still_wide(t) and self.failure is None:
                 self.failure = _describe(op, f"result #{index} is {t}", function)
 
     def _check_structure(self, op: ir.Operation, name: str, function: str) -> None:
@@ -93,7 +95,7 @@ class Legality:
             for region in op.regions:
                 for number, block in enumerate(region.blocks):
                     for arg in block.arguments:
-                        if self._is_wide(arg.type) and not (number == 0 and arg.arg_number in kept_arguments):
+                        if self._still_wide(arg.type) and not (number == 0 and arg.arg_number in kept_arguments):
                             what = f"a block argument (#{arg.arg_number}) is {arg.type}"
                             self.failure = _describe(op, what, function)
                             return
@@ -114,7 +116,7 @@ class Legality:
             value = read_attribute(op, expected)  # None for complex dense attributes: their type is in the text
             # Only an expected value of the checked operand's type narrows with it (one of
             # another type is left as it is: patterns/check_ops.py).
-            if isinstance(value, ir.DenseElementsAttr) and self._is_wide(value.type) and len(op.operands) == 1 \
+            if isinstance(value, ir.DenseElementsAttr) and self._still_wide(value.type) and len(op.operands) == 1 \
                     and op.operands[0].type == self._converter.convert(value.type):
                 self.failure = _describe(op, f"its expected value is {value.type}", function)
 
@@ -141,17 +143,17 @@ def check_legality(module: ir.Module, run: PassRun) -> None:
     legality.raise_first()
 
 
-def _wide_type_attribute(op: ir.Operation, is_wide, signature) -> str | None:
+def _wide_type_attribute(op: ir.Operation, narrows, signature) -> str | None:
     attributes = op.attributes
     for attr_name in list(attributes):
         attr = read_attribute(op, attr_name)  # None: the bindings cannot cast it, never a TypeAttr
-        if not isinstance(attr, ir.TypeAttr) or not is_wide(attr.value):
+        if not isinstance(attr, ir.TypeAttr) or not narrows(attr.value):
             continue
         if signature is not None and attr_name == "function_type":
             kept_arguments, kept_results = signature
             function_type = ir.FunctionType(attr.value)
-            if not any(is_wide(t) for i, t in enumerate(function_type.inputs) if i not in kept_arguments) \
-                    and not any(is_wide(t) for i, t in enumerate(function_type.results) if i not in kept_results):
+            if not any(narrows(t) for i, t in enumerate(function_type.inputs) if i not in kept_arguments) \
+                    and not any(narrows(t) for i, t in enumerate(function_type.results) if i not in kept_results):
                 continue
         return f"its attribute {attr_name} is {attr.value}"
     return None

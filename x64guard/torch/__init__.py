@@ -37,7 +37,7 @@ unlike torch.set_default_dtype (process-wide) and like `x64guard.mode`.
 The modules: bounds.py (the dtypes a default may be, DefaultIntOverflowError, the range
 checks), calls.py (reading a call's arguments), the rules and their tables by kind
 (factories.py, arithmetic.py, indices.py, index_arguments.py; rules.py joins them),
-default_int.py (the mode and the API), _dynamo_patch.py (torch.compile support) and
+default_int.py (the mode and the API), dynamo_patch.py (torch.compile support) and
 _private.py (every private PyTorch call, with the versions it was seen in).
 """
 

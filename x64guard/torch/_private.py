@@ -30,14 +30,18 @@ def dynamo_is_tracing() -> bool:
     return getattr(tls, "current_tx", None) is not None
 
 
-def hand_factories_to_modes(module: Any, factories: frozenset[Callable]) -> None:
+def hand_factories_to_modes(module: Any, factories: frozenset[Callable]) -> "Callable[[], None] | None":
     """Patch Dynamo's `TorchInGraphFunctionVariable.torch_function_override_enabled` (torch
     2.9.0, 2.15.0) so that calls of `factories` reach the torch-function modes on the stack, as in
-    eager mode; it reads `tx.symbolic_torch_function_state` (torch 2.9.0, 2.15.0). Idempotent."""
+    eager mode; it reads `tx.symbolic_torch_function_state` (torch 2.9.0, 2.15.0). Returns the
+    function that puts Dynamo's own method back, or None where nothing was patched (no such
+    method, or patched already)."""
+    name = "torch_function_override_enabled"
     cls = getattr(module, "TorchInGraphFunctionVariable", None)
-    original = getattr(cls, "torch_function_override_enabled", None)
+    original = getattr(cls, name, None)
     if original is None or getattr(original, "_x64guard", False):
-        return
+        return None
+    own = vars(cls).get(name)  # None: inherited, so restoring is deleting the override
 
     def torch_function_override_enabled(self, tx, args, kwargs):
         if self.get_function() in factories:
@@ -47,7 +51,16 @@ def hand_factories_to_modes(module: Any, factories: frozenset[Callable]) -> None
         return original(self, tx, args, kwargs)
 
     torch_function_override_enabled._x64guard = True
-    cls.torch_function_override_enabled = torch_function_override_enabled
+    setattr(cls, name, torch_function_override_enabled)
+
+    def restore() -> None:
+        if vars(cls).get(name) is torch_function_override_enabled:
+            if own is None:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, own)
+
+    return restore
 
 
 def function_mode_stack() -> list:

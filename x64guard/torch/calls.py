@@ -7,23 +7,23 @@ from typing import Any, Callable
 import torch
 
 
-def _arg(args: tuple, kwargs: dict, pos: int, name: str, default: Any = None) -> Any:
+def argument(args: tuple, kwargs: dict, pos: int, name: str, default: Any = None) -> Any:
     if len(args) > pos:
         return args[pos]
     return kwargs.get(name, default)
 
 
-def _with_arg(args: tuple, kwargs: dict, pos: int, name: str, value: Any) -> tuple[tuple, dict]:
+def with_argument(args: tuple, kwargs: dict, pos: int, name: str, value: Any) -> tuple[tuple, dict]:
     if len(args) > pos:
         return args[:pos] + (value,) + args[pos + 1:], kwargs
     return args, {**kwargs, name: value}
 
 
-def _call(func: Callable, args: tuple, kwargs: dict) -> Any:
+def call(func: Callable, args: tuple, kwargs: dict) -> Any:
     return func(*args, **kwargs) if kwargs else func(*args)
 
 
-def _name(func: Callable) -> str:
+def display_name(func: Callable) -> str:
     qual = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
     for prefix, shown in (("_VariableFunctionsClass.", "torch."), ("TensorBase.", "Tensor.")):
         if qual.startswith(prefix):
@@ -35,7 +35,7 @@ def _name(func: Callable) -> str:
 
 
 
-def _both(*names: str) -> list[Callable]:
+def both(*names: str) -> list[Callable]:
     """torch.NAME and torch.Tensor.NAME, for the names that exist."""
     found = []
     for name in names:

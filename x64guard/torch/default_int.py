@@ -10,7 +10,7 @@ from typing import Any, Iterator
 import torch
 from torch.overrides import TorchFunctionMode
 
-from x64guard.torch._dynamo_patch import install_dynamo_hook
+from x64guard.torch.dynamo_patch import Hold
 from x64guard.torch._private import (dynamo_is_tracing, function_mode_stack, pop_function_mode,
                                      push_function_mode)
 from x64guard.torch.bounds import ALLOWED_DTYPES
@@ -84,11 +84,15 @@ def _install(d: torch.dtype) -> None:
                 break
             above.append(mode)
     if new is not None:
-        install_dynamo_hook()
         push_function_mode(new)
     for mode in reversed(above):
         push_function_mode(mode)
     _state.mode = new
+    if new is not None and getattr(_state, "dynamo_hold", None) is None:
+        _state.dynamo_hold = Hold()  # Dynamo patched while this thread has a narrow default
+    elif new is None and getattr(_state, "dynamo_hold", None) is not None:
+        _state.dynamo_hold.close()
+        _state.dynamo_hold = None
 
 
 def get_default_int_dtype() -> torch.dtype:

@@ -7,8 +7,8 @@ from typing import Any, Callable, NamedTuple
 
 import torch
 
-from x64guard.torch.bounds import _check_values
-from x64guard.torch.calls import _arg, _call
+from x64guard.torch.bounds import check_values
+from x64guard.torch.calls import argument, call
 
 
 def _python_ints(data: Any) -> tuple[Any, Any] | None:
@@ -57,7 +57,7 @@ def _data_values(args: tuple, kwargs: dict) -> tuple | None:
 
 
 def _fill_values(args: tuple, kwargs: dict) -> tuple | None:
-    fill = _arg(args, kwargs, 1, "fill_value")
+    fill = argument(args, kwargs, 1, "fill_value")
     if type(fill) is int:
         return fill, fill
     return (None, None) if isinstance(fill, torch.SymInt) else None
@@ -104,27 +104,27 @@ def _randint_values(args: tuple, kwargs: dict) -> tuple | None:
 
 
 def _count_values(args: tuple, kwargs: dict) -> tuple | None:
-    n = _arg(args, kwargs, 0, "n")
+    n = argument(args, kwargs, 0, "n")
     return (0, max(0, n - 1)) if type(n) is int else (None, None)
 
 
 def _triangle_values(args: tuple, kwargs: dict) -> tuple | None:
-    row, col = _arg(args, kwargs, 0, "row"), _arg(args, kwargs, 1, "col")
+    row, col = argument(args, kwargs, 0, "row"), argument(args, kwargs, 1, "col")
     if type(row) is int and type(col) is int:
         return 0, max(0, max(row, col) - 1)
     return None, None
 
 
-def _dtype_default(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) -> Any:
+def dtype_default_rule(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) -> Any:
     values, narrowest = DTYPE_DEFAULTS[func]
     if kwargs.get("dtype") is None and kwargs.get("out") is None:
         bounds = values(args, kwargs)
         if bounds is not None:
-            _check_values(func, bounds[0], bounds[1], d)
+            check_values(func, bounds[0], bounds[1], d)
             if narrowest is not None and d.itemsize < narrowest.itemsize:
                 return func(*args, **{**kwargs, "dtype": narrowest}).to(d)
             return func(*args, **{**kwargs, "dtype": d})
-    return _call(func, args, kwargs)
+    return call(func, args, kwargs)
 
 
 class DtypeDefault(NamedTuple):

@@ -8,29 +8,29 @@ from typing import Any, Callable, NamedTuple
 import torch
 import torch.nn.functional as F
 
-from x64guard.torch.bounds import _NARROW
-from x64guard.torch.calls import _arg, _both, _call, _with_arg
+from x64guard.torch.bounds import NARROW_DTYPES
+from x64guard.torch.calls import argument, both, call, with_argument
 from x64guard.torch.indices import INDEX_RESULTS
 
 
-def _widen(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) -> Any:
+def widen_rule(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) -> Any:
     """Ops that require int64 (INT64_ARGUMENTS) or at least int32 (INT32_ARGUMENTS) index
     arguments get them, so that the narrow defaults keep working; values are unchanged."""
     if func in INT64_ARGUMENTS:
-        places, target, accept = INT64_ARGUMENTS[func], torch.int64, _NARROW
+        places, target, accept = INT64_ARGUMENTS[func], torch.int64, NARROW_DTYPES
     else:
         places, target, accept = INT32_ARGUMENTS[func], torch.int32, _NARROW_INDEX_8_16
     for pos, name in places:  # Argument(position, keyword)
-        value = _arg(args, kwargs, pos, name)
+        value = argument(args, kwargs, pos, name)
         if isinstance(value, torch.Tensor):
             if value.dtype in accept:
-                args, kwargs = _with_arg(args, kwargs, pos, name, value.to(target))
+                args, kwargs = with_argument(args, kwargs, pos, name, value.to(target))
         elif isinstance(value, (tuple, list)) and any(isinstance(v, torch.Tensor) and v.dtype in accept for v in value):
             widened = type(value)(v.to(target) if isinstance(v, torch.Tensor) and v.dtype in accept else v for v in value)
-            args, kwargs = _with_arg(args, kwargs, pos, name, widened)
+            args, kwargs = with_argument(args, kwargs, pos, name, widened)
     if func in INDEX_RESULTS:
         return INDEX_RESULTS[func].rule(d, func, args, kwargs)
-    return _call(func, args, kwargs)
+    return call(func, args, kwargs)
 
 
 
@@ -53,11 +53,11 @@ INT64_ARGUMENTS: dict[Callable, list[Argument]] = {
     F.max_unpool2d: [Argument(1, "indices")],
     F.max_unpool3d: [Argument(1, "indices")],
 }
-for _f in _both("take", "put", "put_"):
+for _f in both("take", "put", "put_"):
     INT64_ARGUMENTS[_f] = [Argument(1, "index")]
-for _f in _both("take_along_dim"):
+for _f in both("take_along_dim"):
     INT64_ARGUMENTS[_f] = [Argument(1, "indices")]
-for _f in _both("index_copy", "index_copy_", "index_fill", "index_fill_"):
+for _f in both("index_copy", "index_copy_", "index_fill", "index_fill_"):
     INT64_ARGUMENTS[_f] = [Argument(2, "index")]
 
 # Ops that take int32 or int64 indices but not int8/int16: widened to int32 under the
@@ -68,11 +68,11 @@ INT32_ARGUMENTS: dict[Callable, list[Argument]] = {
     torch.Tensor.__getitem__: [Argument(1, "indices")],
     torch.Tensor.__setitem__: [Argument(1, "indices")],
 }
-for _f in _both("gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce", "scatter_reduce_",
-                "index_select", "index_add", "index_add_", "index_reduce", "index_reduce_"):
+for _f in both("gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce", "scatter_reduce_",
+               "index_select", "index_add", "index_add_", "index_reduce", "index_reduce_"):
     INT32_ARGUMENTS[_f] = [Argument(2, "index")]
-for _f in _both("index_put", "index_put_"):
+for _f in both("index_put", "index_put_"):
     INT32_ARGUMENTS[_f] = [Argument(1, "indices")]
-for _f in _both("repeat_interleave"):
+for _f in both("repeat_interleave"):
     INT32_ARGUMENTS[_f] = [Argument(1, "repeats")]
 _NARROW_INDEX_8_16 = frozenset({torch.int8, torch.int16})

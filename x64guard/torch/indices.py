@@ -8,9 +8,8 @@ from typing import Any, Callable, NamedTuple
 import torch
 import torch.nn.functional as F
 
-from x64guard.torch.bounds import (_INT32_MAX, _check_extent, _check_values, _extent, _reduced_extent,
-                                   _traced)
-from x64guard.torch.calls import _arg, _both, _call
+from x64guard.torch.bounds import INT32_MAX, check_extent, check_values, extent, is_traced, reduced_extent
+from x64guard.torch.calls import argument, both, call
 
 
 def _to(t: torch.Tensor, d: torch.dtype) -> torch.Tensor:
@@ -71,7 +70,7 @@ def _index_input(func: Callable, args: tuple, kwargs: dict) -> tuple[Any, Any]:
     entry = INDEX_RESULTS[func]
     x = args[0] if args else kwargs.get("input")
     dim = entry.default_dim if entry.dim_position is None else \
-        _arg(args, kwargs, entry.dim_position, "dim", entry.default_dim)
+        argument(args, kwargs, entry.dim_position, "dim", entry.default_dim)
     return x, dim
 
 
@@ -79,45 +78,45 @@ def _arg_index(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) -> Any
     """argmax/argmin: the whole result is an index."""
     x, dim = _index_input(func, args, kwargs)
     if kwargs.get("out") is not None or not isinstance(x, torch.Tensor):
-        return _call(func, args, kwargs)
-    _check_extent(func, _extent(x, dim), d)
-    if _traced(x) and x.dtype is not torch.bool and not x.is_complex():
-        keepdim = bool(_arg(args, kwargs, 2, "keepdim", False))
+        return call(func, args, kwargs)
+    check_extent(func, extent(x, dim), d)
+    if is_traced(x) and x.dtype is not torch.bool and not x.is_complex():
+        keepdim = bool(argument(args, kwargs, 2, "keepdim", False))
         return _to(_arg_extreme(x, dim, keepdim, func in _LARGEST), d)
-    return _from_native(_call(func, args, kwargs), d)
+    return _from_native(call(func, args, kwargs), d)
 
 
 def _extreme(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) -> Any:
     """max/min(x, dim) -> (values, indices); max(x) and max(x, y) have no indices."""
     x, dim = _index_input(func, args, kwargs)
     if type(dim) is not int or kwargs.get("out") is not None or not isinstance(x, torch.Tensor):
-        return _call(func, args, kwargs)
-    _check_extent(func, _extent(x, dim), d)
-    if _traced(x) and x.dtype is not torch.bool and not x.is_complex() and x.dim() > 0:
-        keepdim = bool(_arg(args, kwargs, 2, "keepdim", False))
+        return call(func, args, kwargs)
+    check_extent(func, extent(x, dim), d)
+    if is_traced(x) and x.dtype is not torch.bool and not x.is_complex() and x.dim() > 0:
+        keepdim = bool(argument(args, kwargs, 2, "keepdim", False))
         index = _arg_extreme(x, dim, True, func in _LARGEST)
         values = torch.gather(x, dim, index)  # the gradient reaches the chosen element only
         if not keepdim:
             values, index = values.squeeze(dim), index.squeeze(dim)
         result_type = torch.return_types.max if func in _LARGEST else torch.return_types.min
         return result_type((values, _to(index, d)))
-    result = _call(func, args, kwargs)
+    result = call(func, args, kwargs)
     return type(result)((result[0], _from_native(result[1], d)))
 
 
-def _nonzero(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) -> Any:
+def nonzero_rule(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) -> Any:
     """nonzero/argwhere/where(cond): coordinates, an (n, ndim) tensor or a tuple."""
     x = args[0] if args else kwargs.get("input", kwargs.get("condition"))
     if kwargs.get("out") is not None or not isinstance(x, torch.Tensor):
-        return _call(func, args, kwargs)
+        return call(func, args, kwargs)
     as_tuple = func is torch.where or bool(kwargs.get("as_tuple", False))
-    _check_extent(func, max(x.shape) if x.dim() else 1, d)
-    if _traced(x) and x.dim() > 0 and type(x.numel()) is int and 0 < x.numel() <= _INT32_MAX:
+    check_extent(func, max(x.shape) if x.dim() else 1, d)
+    if is_traced(x) and x.dim() > 0 and type(x.numel()) is int and 0 < x.numel() <= INT32_MAX:
         coords = _nonzero_coords(x)
         if as_tuple:
             return tuple(_to(c, d) for c in coords)
         return _to(torch.stack(coords, 1), d)
-    result = _call(func, args, kwargs)
+    result = call(func, args, kwargs)
     if isinstance(result, tuple):
         return tuple(_from_native(c, d) for c in result)
     return _from_native(result, d)
@@ -126,100 +125,100 @@ def _nonzero(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) -> Any:
 def _nonzero_static(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) -> Any:
     """nonzero_static(x, size=, fill_value=-1): coordinates padded to a fixed size."""
     x = args[0] if args else kwargs.get("input")
-    result = _call(func, args, kwargs)
+    result = call(func, args, kwargs)
     if kwargs.get("out") is not None:
         return result
-    _check_extent(func, max(x.shape) if x.dim() else 1, d)
-    _check_values(func, kwargs.get("fill_value", -1), kwargs.get("fill_value", -1), d)
+    check_extent(func, max(x.shape) if x.dim() else 1, d)
+    check_values(func, kwargs.get("fill_value", -1), kwargs.get("fill_value", -1), d)
     return _from_native(result, d)
 
 
 def _count(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) -> Any:
     """count_nonzero: a count over the reduced dims."""
     x, dim = _index_input(func, args, kwargs)
-    _check_extent(func, _reduced_extent(x, dim), d, "a count")
-    if _traced(x):
+    check_extent(func, reduced_extent(x, dim), d, "a count")
+    if is_traced(x):
         mask = x != 0
         return mask.sum(dtype=d) if dim is None else mask.sum(dim, dtype=d)
-    return _from_native(_call(func, args, kwargs), d)
+    return _from_native(call(func, args, kwargs), d)
 
 
 def _search(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) -> Any:
     """searchsorted(sorted, values)/bucketize(values, boundaries): PyTorch makes int32 itself."""
     if kwargs.get("out") is not None or "out_int32" in kwargs:
-        return _call(func, args, kwargs)
-    boundaries = _arg(args, kwargs, 0, "sorted_sequence") if func is torch.searchsorted else \
-        _arg(args, kwargs, 1, "boundaries")
+        return call(func, args, kwargs)
+    boundaries = argument(args, kwargs, 0, "sorted_sequence") if func is torch.searchsorted else \
+        argument(args, kwargs, 1, "boundaries")
     if isinstance(boundaries, torch.Tensor):
-        _check_extent(func, _extent(boundaries, -1), d)
+        check_extent(func, extent(boundaries, -1), d)
     return _from_native(func(*args, **{**kwargs, "out_int32": True}), d)
 
 
 def _values_indices(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) -> Any:
     """sort, topk, kthvalue, mode, median/nanmedian(dim), cummax/cummin: (values, indices)."""
     x, dim = _index_input(func, args, kwargs)
-    result = _call(func, args, kwargs)
+    result = call(func, args, kwargs)
     if not isinstance(result, tuple) or kwargs.get("out") is not None:
         return result  # median(x), nanmedian(x): values only
-    _check_extent(func, _extent(x, dim), d)
+    check_extent(func, extent(x, dim), d)
     return type(result)((result[0], _from_native(result[1], d, xla_add=func in _XLA_ADD)))
 
 
 def _indices(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) -> Any:
     """argsort, multinomial: the whole result is an index."""
     x, dim = _index_input(func, args, kwargs)
-    result = _call(func, args, kwargs)
+    result = call(func, args, kwargs)
     if kwargs.get("out") is not None:
         return result
-    _check_extent(func, _extent(x, dim), d)
+    check_extent(func, extent(x, dim), d)
     return _from_native(result, d)
 
 
 def _unique(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) -> Any:
     """unique/unique_consecutive: (values, [inverse], [counts])."""
     x, dim = _index_input(func, args, kwargs)
-    result = _call(func, args, kwargs)
+    result = call(func, args, kwargs)
     if not isinstance(result, tuple):
         return result
-    _check_extent(func, _extent(x, dim), d)
+    check_extent(func, extent(x, dim), d)
     return (result[0],) + tuple(_from_native(t, d) for t in result[1:])
 
 
 def _pool(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) -> Any:
     """max pooling with return_indices=True: (values, indices into the spatial plane)."""
     x, rank = _index_input(func, args, kwargs)
-    result = _call(func, args, kwargs)
+    result = call(func, args, kwargs)
     if not isinstance(result, tuple):
         return result
     n = 1
     for size in x.shape[x.dim() - rank:]:
         n = n * size
-    _check_extent(func, n, d)
+    check_extent(func, n, d)
     return (result[0], _from_native(result[1], d, xla_add=True))
 
 
 def _bincount(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) -> Any:
     """bincount without weights: counts (with weights, the weights' dtype)."""
     x = args[0] if args else kwargs.get("input")
-    result = _call(func, args, kwargs)
-    if _arg(args, kwargs, 1, "weights") is not None:
+    result = call(func, args, kwargs)
+    if argument(args, kwargs, 1, "weights") is not None:
         return result
-    _check_extent(func, x.numel(), d, "a count")
+    check_extent(func, x.numel(), d, "a count")
     return _from_native(result, d)
 
 
 def _unravel(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) -> Any:
     """unravel_index: one coordinate tensor per dimension of `shape`."""
-    shape = _arg(args, kwargs, 1, "shape")
-    result = _call(func, args, kwargs)
+    shape = argument(args, kwargs, 1, "shape")
+    result = call(func, args, kwargs)
     sizes = shape if isinstance(shape, (tuple, list)) else (shape,)
-    _check_extent(func, max(sizes) if sizes else 1, d)
+    check_extent(func, max(sizes) if sizes else 1, d)
     return tuple(_from_native(t, d) for t in result)
 
 
 def _one_hot(d: torch.dtype, func: Callable, args: tuple, kwargs: dict) -> Any:
     """one_hot: an integer tensor of 0 and 1."""
-    return _from_native(_call(func, args, kwargs), d)
+    return _from_native(call(func, args, kwargs), d)
 
 
 class IndexResult(NamedTuple):
@@ -232,31 +231,31 @@ class IndexResult(NamedTuple):
 
 # (4) function -> its IndexResult.
 INDEX_RESULTS: dict[Callable, IndexResult] = {}
-for _f in _both("argmax", "argmin"):
+for _f in both("argmax", "argmin"):
     INDEX_RESULTS[_f] = IndexResult(_arg_index, 1, None)
-for _f in _both("max", "min"):
+for _f in both("max", "min"):
     INDEX_RESULTS[_f] = IndexResult(_extreme, 1, None)
-for _f in _both("sort", "mode"):
+for _f in both("sort", "mode"):
     INDEX_RESULTS[_f] = IndexResult(_values_indices, 1, -1)
-for _f in _both("median", "nanmedian", "cummax", "cummin"):
+for _f in both("median", "nanmedian", "cummax", "cummin"):
     INDEX_RESULTS[_f] = IndexResult(_values_indices, 1, None)
-for _f in _both("topk", "kthvalue"):
+for _f in both("topk", "kthvalue"):
     INDEX_RESULTS[_f] = IndexResult(_values_indices, 2, -1)
-for _f in _both("argsort"):
+for _f in both("argsort"):
     INDEX_RESULTS[_f] = IndexResult(_indices, 1, -1)
-for _f in _both("multinomial"):
+for _f in both("multinomial"):
     INDEX_RESULTS[_f] = IndexResult(_indices, None, -1)
-for _f in _both("nonzero", "argwhere"):
-    INDEX_RESULTS[_f] = IndexResult(_nonzero, None, None)
-for _f in _both("nonzero_static"):
+for _f in both("nonzero", "argwhere"):
+    INDEX_RESULTS[_f] = IndexResult(nonzero_rule, None, None)
+for _f in both("nonzero_static"):
     INDEX_RESULTS[_f] = IndexResult(_nonzero_static, None, None)
-for _f in _both("count_nonzero"):
+for _f in both("count_nonzero"):
     INDEX_RESULTS[_f] = IndexResult(_count, 1, None)
-for _f in _both("searchsorted", "bucketize"):
+for _f in both("searchsorted", "bucketize"):
     INDEX_RESULTS[_f] = IndexResult(_search, None, None)
-for _f in _both("unique", "unique_consecutive"):
+for _f in both("unique", "unique_consecutive"):
     INDEX_RESULTS[_f] = IndexResult(_unique, None, None)
-for _f in _both("bincount"):
+for _f in both("bincount"):
     INDEX_RESULTS[_f] = IndexResult(_bincount, None, None)
 INDEX_RESULTS[torch.unravel_index] = IndexResult(_unravel, None, None)
 INDEX_RESULTS[F.one_hot] = IndexResult(_one_hot, None, None)
@@ -267,5 +266,5 @@ for _name_, _rank in (("max_pool1d", 1), ("max_pool2d", 2), ("max_pool3d", 3), (
                       ("fractional_max_pool3d", 3)):
     INDEX_RESULTS[getattr(F, _name_)] = IndexResult(_pool, None, _rank)
     INDEX_RESULTS[getattr(F, _name_ + "_with_indices")] = IndexResult(_pool, None, _rank)
-_LARGEST = frozenset(_both("argmax", "max"))
-_XLA_ADD = frozenset(_both("cummax", "cummin"))
+_LARGEST = frozenset(both("argmax", "max"))
+_XLA_ADD = frozenset(both("cummax", "cummin"))

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from x64guard.torch.arithmetic import ACCUMULATIONS, BINARY_OPERANDS, _accumulate, _binary, _where
-from x64guard.torch.calls import _both
-from x64guard.torch.factories import DTYPE_DEFAULTS, _dtype_default
-from x64guard.torch.index_arguments import INT32_ARGUMENTS, INT64_ARGUMENTS, _widen
+from x64guard.torch.arithmetic import ACCUMULATIONS, BINARY_OPERANDS, accumulate_rule, binary_rule, where_rule
+from x64guard.torch.calls import both
+from x64guard.torch.factories import DTYPE_DEFAULTS, dtype_default_rule
+from x64guard.torch.index_arguments import INT32_ARGUMENTS, INT64_ARGUMENTS, widen_rule
 from x64guard.torch.indices import INDEX_RESULTS
 
 __all__ = ["DTYPE_DEFAULTS", "BINARY_OPERANDS", "ACCUMULATIONS", "INDEX_RESULTS", "INT64_ARGUMENTS",
@@ -18,17 +18,17 @@ __all__ = ["DTYPE_DEFAULTS", "BINARY_OPERANDS", "ACCUMULATIONS", "INDEX_RESULTS"
 def _build_rules() -> dict[Callable, Callable]:
     rules: dict[Callable, Callable] = {}
     for func in BINARY_OPERANDS:
-        rules[func] = _binary
+        rules[func] = binary_rule
     for func in ACCUMULATIONS:
-        rules[func] = _accumulate
+        rules[func] = accumulate_rule
     for func, entry in INDEX_RESULTS.items():
         rules[func] = entry.rule
-    for func in _both("where"):
-        rules[func] = _where
+    for func in both("where"):
+        rules[func] = where_rule
     for func in list(INT64_ARGUMENTS) + list(INT32_ARGUMENTS):
-        rules[func] = _widen
+        rules[func] = widen_rule
     for func in DTYPE_DEFAULTS:
-        rules[func] = _dtype_default
+        rules[func] = dtype_default_rule
     return rules
 
 

@@ -178,7 +178,7 @@ def inline_scalars() -> Iterator[None]:
 def stablehlo_to_hlo_proto(module_text: str) -> bytes:
     """A serialized HloModuleProto from StableHLO text, its results returned as a tuple
     (what `_xla_user_computation` unpacks into tensors). jaxlib's converter, private:
-    x64guard/jax/_private.py's `stablehlo_to_xla_computation` returns no tuple."""
+    x64guard/bindings.py's `stablehlo_to_xla_computation` returns no tuple."""
     from jaxlib._jax import mlir as jaxlib_mlir
 
     computation = jaxlib_mlir.mlir_module_to_xla_computation(module_text, use_tuple_args=False, return_tuple=True)

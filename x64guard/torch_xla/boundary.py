@@ -232,14 +232,12 @@ def _boundary_program(shape: tuple, wide: torch.dtype, narrow: torch.dtype) -> "
     import jax
     import jax.numpy as jnp
 
-    from x64guard.jax import _private as jax_private
-
     target = jnp.dtype(JAX_DTYPE_NAME[narrow])
 
     def cast(v):
         return (v.astype(target),)
 
-    with jax_private.x64_enabled():
+    with jax.enable_x64(True):  # this thread only, restored on exit
         text = jax.jit(cast).lower(jax.ShapeDtypeStruct(shape, jnp.dtype(JAX_DTYPE_NAME[wide]))).as_text()
     return Program(text, [(shape, wide)], xla_device(), counted=False)
 

@@ -17,9 +17,9 @@ from x64guard.passes.patterns.half_significand import HalfSignificandMask
 from x64guard.passes.patterns.hypot import HypotScale
 from x64guard.passes.patterns.identities import FoldWholeArrayScatter
 from x64guard.passes.patterns.log_ndtr import LogNdtrSegments
-from x64guard.passes.patterns.random_bits import (JaxFloatsFromBits, RandintMultiplier, RbgWideDraw,
-                                                  ReshapedRandomWords, ThreefryWords, ThreefryWordsOriginal,
-                                                  XlaFloatsFromBits, XlaRandintWords)
+from x64guard.passes.patterns.random_bits import (RbgWideDraw, ReshapedRandomWords, ThreefryWords,
+                                                  ThreefryWordsOriginal, XlaRandintWords)
+from x64guard.passes.patterns.random_values import JaxFloatsFromBits, RandintMultiplier, XlaFloatsFromBits
 from x64guard.passes.patterns.rng import RefuseFloat64RandomBits, RefuseWideRandomWords
 from x64guard.passes.patterns.rng_state import KeepRngState, KeepStateSignature
 

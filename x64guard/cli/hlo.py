@@ -4,7 +4,7 @@
 *text* (what `lowered.as_text(dialect="hlo")`, `compiled.as_text()` and XLA's
 `--xla_dump_to` write) must first be parsed into a proto, and writing a narrowed module
 back as HLO needs the reverse conversion; jaxlib offers both only privately, so they
-live in x64guard/jax/_private.py with the project's other private JAX uses.
+live in x64guard/bindings.py, the core's one shim of private jaxlib calls.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import re
 
 from jax.extend import mlir as jex_mlir
 
-from x64guard.jax import _private
+from x64guard import bindings
 
 _HLO_NAME = re.compile(r"^\s*HloModule\s+([^\s,]+)")
 
@@ -31,7 +31,7 @@ def hlo_text_to_stablehlo(text: str) -> bytes:
     """MLIR bytecode of the StableHLO module equivalent to the HLO text (locations from
     the HLO's metadata/stack frames are kept)."""
     try:
-        proto = _private.hlo_text_to_proto(text)
+        proto = bindings.hlo_text_to_proto(text)
     except Exception as exc:  # JaxRuntimeError with XLA's parser message
         raise ValueError(f"not valid HLO text: {_first_line(exc)}") from None
     return hlo_proto_to_stablehlo(proto)
@@ -47,11 +47,11 @@ def hlo_proto_to_stablehlo(proto: bytes) -> bytes:
 
 
 def stablehlo_to_hlo_text(module: bytes | str) -> str:
-    return _private.stablehlo_to_xla_computation(module).as_hlo_text(print_large_constants=True)
+    return bindings.stablehlo_to_xla_computation(module).as_hlo_text(print_large_constants=True)
 
 
 def stablehlo_to_hlo_proto(module: bytes | str) -> bytes:
-    return _private.stablehlo_to_xla_computation(module).as_serialized_hlo_module_proto()
+    return bindings.stablehlo_to_xla_computation(module).as_serialized_hlo_module_proto()
 
 
 def _first_line(exc: Exception) -> str:
