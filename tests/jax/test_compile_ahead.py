@@ -16,17 +16,17 @@ from jax._src import config
 
 import x64guard
 from tests.corpus import oracle
-from x64guard.jax import _private
+from x64guard.jax import _private_lowering
 
 
 def test_thread_config_overrides_carry_the_callers_settings():
     with jax.numpy_rank_promotion("raise"):
-        overrides = _private.thread_config_overrides()
+        overrides = _private_lowering.thread_config_overrides()
     seen = {}
 
     def worker():
         seen["before"] = config.numpy_rank_promotion.value
-        with _private.config_overrides(overrides):
+        with _private_lowering.config_overrides(overrides):
             seen["inside"] = config.numpy_rank_promotion.value
         seen["after"] = config.numpy_rank_promotion.value
 
@@ -40,13 +40,13 @@ def test_thread_config_overrides_carry_the_callers_settings():
 def compiles(monkeypatch) -> list:
     """(thread name, the rank-promotion setting it saw) of every narrowed-module compile."""
     seen = []
-    real = _private.compile_with_avals
+    real = _private_lowering.compile_with_avals
 
     def spy(*args, **kwargs):
         seen.append((threading.current_thread().name, config.numpy_rank_promotion.value))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(_private, "compile_with_avals", spy)
+    monkeypatch.setattr(_private_lowering, "compile_with_avals", spy)
     return seen
 
 

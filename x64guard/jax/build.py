@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from x64guard.api import NarrowResult
 from x64guard.errors import X64GuardError
 from x64guard.findings import Finding, Kind
-from x64guard.jax import _private
+from x64guard.jax import _private, _private_lowering
 from x64guard.jax.callbacks import callbacks_at_32_bits
 from x64guard.jax.inputs import narrow_aval, narrow_dtype, narrowed_spec, widened_spec
 from x64guard.jax.program import CompileAhead, Program
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 class NarrowedX64(NamedTuple):
     lowered: Any                 # JAX's Lowered of the x64 program
-    convention: Any              # its calling convention (_private.calling_convention)
+    convention: Any              # its calling convention (_private_lowering.calling_convention)
     result: NarrowResult
     summary: list                # what the narrowing would warn (issued if this program runs)
     callbacks_converted: bool    # host callbacks' 64-bit operands converted to 32 bits before them
@@ -211,7 +211,7 @@ def _narrow_and_start_compile(owner: "NarrowedFunction", traced, mode: Mode):
     except Exception as error:  # noqa: BLE001  (re-raised later unless x32's program runs)
         return error, None
     ahead = CompileAhead.start(functools.partial(
-        _private.compile_with_avals, narrowed.lowered, narrowed.result.module,
+        _private_lowering.compile_with_avals, narrowed.lowered, narrowed.result.module,
         [narrow_aval(a) for a in traced.jaxpr.in_avals],
         tuple(narrow_aval(a) for a in narrowed.convention.out_avals)))
     return narrowed, ahead
@@ -330,7 +330,7 @@ def narrowed_x64(owner: "NarrowedFunction", traced, mode: Mode) -> NarrowedX64:
         raise
     except Exception as error:  # noqa: BLE001  (_choose decides what runs instead)
         raise X64NotLowered() from error
-    convention = _private.calling_convention(lowered)
+    convention = _private_lowering.calling_convention(lowered)
     # JAX's own cached module: narrow works on a clone.
     result = narrow_quietly(convention.module, mode=mode, overflow=owner._overflow, target=owner._target)
     return NarrowedX64(lowered, convention, result, result.warnings, callbacks is not None)
@@ -345,7 +345,7 @@ def x32_program(owner: "NarrowedFunction", traced32, fallback: Finding, mode: Mo
         op, location, message = not_lowered_message(error, x64=False, ran_x32=False)
         finding = Finding(Kind.TRACE_NOT_LOWERED, "error", op, location, f"{message}; before that: {fallback.message}")
         raise X64GuardError(f"x64guard.jit: {finding.message}", [finding]) from error
-    convention = _private.calling_convention(lowered)
+    convention = _private_lowering.calling_convention(lowered)
     # x32 JAX's own module still holds 64-bit values where JAX traces them with x64 off
     # (iota_2x32_shape's uint64 counters): narrowed, the pass computes them in 32 bits,
     # exactly (`rng-counters`), so that nothing 64-bit reaches the device. Its warnings
@@ -391,3 +391,4 @@ def trace_failed_message(error: BaseException, line: str, ran_x32: bool) -> str:
     return (f"{user_place()}: the function cannot be traced with x64 on: {type(error).__name__} at {line}: {first} "
             "(code that mixes 64-bit values, such as jax.random.categorical's int64 result, with 32-bit ones "
             f"where JAX requires equal types); with x64 off it traces, so {what} [trace-failed]")
+

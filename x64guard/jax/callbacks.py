@@ -54,6 +54,12 @@ def callback_name(params: dict) -> str:
     return f"{getattr(inner, '__module__', None) or '?'}.{name}" if callable(inner) else str(name)
 
 
+# The callback primitives rewritten, by name (jax.extend.core exports no callback
+# primitive; the names are JAX's own: debug_callback and debug_print take operands only,
+# pure_callback and io_callback operands and results; seen in jax 0.10.2, 0.11.2, 0.12.0.1).
+CALLBACK_PRIMITIVES = frozenset({"debug_callback", "debug_print", "pure_callback", "io_callback"})
+
+
 class _CallbackRewriter:
     """One rewrite of a jaxpr and its nested jaxprs; each method returns None when it
     changed nothing."""
@@ -62,13 +68,12 @@ class _CallbackRewriter:
         self.jax = _private.jaxpr_internals()
         self.narrow_dtype = narrow_dtype
         self.wrap_results = wrap_results
-        self.by_primitive = {p: name for name, p in _private.callback_primitives().items()}
         self.jaxpr_types = (self.jax.Jaxpr, self.jax.ClosedJaxpr)
 
     def rewrite_jaxpr(self, jaxpr):
         eqns, changed = [], False
         for eqn in jaxpr.eqns:
-            if eqn.primitive in self.by_primitive:
+            if eqn.primitive.name in CALLBACK_PRIMITIVES:
                 replacement = self.rewrite_callback(eqn)
                 if replacement is not None:
                     eqns.extend(replacement)

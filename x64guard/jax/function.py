@@ -23,7 +23,7 @@ from typing import Any, Callable, NamedTuple
 import jax
 import numpy as np
 
-from x64guard.jax import _private, mode_key
+from x64guard.jax import _private, _private_lowering, mode_key
 from x64guard.jax.build import build_program
 from x64guard.jax.callbacks import raise_callback_error
 from x64guard.jax.inputs import (ARRAY_TYPE, NARROW_DTYPE, WIDE_INTEGERS, WIDE_NUMPY, StaticArgs, StaticKey,
@@ -115,11 +115,11 @@ class NarrowedFunction:
         shift = lambda nums: tuple(i + 1 if i >= 0 else i for i in nums)  # noqa: E731
         # Distinct objects identify the two dispatchers in JAX's C++ cache.
         self._dispatch_keys = (lambda: None, lambda: None)
-        self._dispatch = _private.cpp_dispatcher(
+        self._dispatch = _private_lowering.cpp_dispatcher(
             name, self._dispatch_keys[0], functools.partial(self._cache_miss, ()),
             static_argnums=static_argnums, static_argnames=static_argnames,
             donate_argnums=donate_argnums, donate_argnames=donate_argnames)
-        self._dispatch_wide = _private.cpp_dispatcher(
+        self._dispatch_wide = _private_lowering.cpp_dispatcher(
             name, self._dispatch_keys[1], self._cache_miss,
             static_argnums=(0,) + shift(static_argnums), static_argnames=static_argnames,
             donate_argnums=shift(donate_argnums), donate_argnames=donate_argnames)

@@ -3,7 +3,7 @@
 Inside an outer `jax.jit` its lowering rule inlines the narrowed module into the calling
 program (`emit_inlined_call`); under `jax.vmap` its batching rule narrows the vmapped
 function; under `jax.grad` a custom VJP narrows the x64 VJP (`differentiable`).
-The lowering rule works on what JAX hands it (`ctx`) through `_private.CallerLowering`,
+The lowering rule works on what JAX hands it (`ctx`) through `_private_lowering.CallerLowering`,
 which holds every read of JAX's lowering context.
 """
 
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable
 import jax
 import numpy as np
 
-from x64guard.jax import _private
+from x64guard.jax import _private, _private_lowering
 
 if TYPE_CHECKING:
     from x64guard.jax.program import Program
@@ -34,7 +34,7 @@ def _lowering(ctx, *args, program: "Program"):
 
 def _batching(args, dims, *, program: "Program"):
     """vmap: the narrowed program of the vmapped function (the primitive has no batched form)."""
-    args = [x if d is None else _private.moveaxis_to_front(x, d) for x, d in zip(args, dims)]
+    args = [x if d is None else jax.numpy.moveaxis(x, d, 0) for x, d in zip(args, dims)]
     in_axes = tuple(None if d is None else 0 for d in dims)
     flat_fun = program.flat_fun
 
@@ -46,7 +46,7 @@ def _batching(args, dims, *, program: "Program"):
     return list(outs), [0] * len(outs)
 
 
-call_p = _private.define_call_primitive("x64guard_call", _abstract_eval, _lowering, _batching)
+call_p = _private_lowering.define_call_primitive("x64guard_call", _abstract_eval, _lowering, _batching)
 
 
 # ----------------------------------------------------------------------------- inlining
@@ -56,8 +56,8 @@ def emit_inlined_call(ctx, args, *, bytecode: bytes, name: str, kept_var_idx, or
     """The lowering rule's body: parse the narrowed module into the caller's MLIR context,
     merge its functions (renamed, private), give its host callbacks indices in the caller's
     list, thread the ordered-effect tokens, and call its main."""
-    mlir = _private.inlining_internals()
-    caller = _private.CallerLowering(ctx)
+    mlir = _private_lowering.inlining_internals()
+    caller = _private_lowering.CallerLowering(ctx)
     caller_devices = caller.num_devices()
     if num_devices > 1 and caller_devices != num_devices:
         raise ValueError(
@@ -89,14 +89,14 @@ def emit_inlined_call(ctx, args, *, bytecode: bytes, name: str, kept_var_idx, or
     return results
 
 
-def _renumber_host_callbacks(submodule, host_callbacks, caller: "_private.CallerLowering") -> None:
+def _renumber_host_callbacks(submodule, host_callbacks, caller: "_private_lowering.CallerLowering") -> None:
     """Host callback custom_calls name their Python function by an index into the
     module's callback list (`mhlo.backend_config = {index = N : ui64}`): register ours
     with the calling module and rewrite the indices (through the pass's Rewriter, like
     every other change x64guard makes to a module)."""
     from x64guard.passes.rewriter import Rewriter
 
-    ir = _private.inlining_internals().ir
+    ir = _private_lowering.inlining_internals().ir
     new_index = {}
     for i, callback in enumerate(host_callbacks):
         new_index[i] = caller.add_host_callback(callback)
@@ -104,7 +104,7 @@ def _renumber_host_callbacks(submodule, host_callbacks, caller: "_private.Caller
 
     def visit(op):
         if op.name == "stablehlo.custom_call" and \
-                ir.StringAttr(op.attributes["call_target_name"]).value in _private.PYTHON_CALLBACK_TARGETS:
+                ir.StringAttr(op.attributes["call_target_name"]).value in _private_lowering.PYTHON_CALLBACK_TARGETS:
             config = ir.DictAttr(op.attributes["mhlo.backend_config"])
             entries = {config[i].name: config[i].attr for i in range(len(config))}
             ui64 = ir.IntegerType.get_unsigned(64)
@@ -122,7 +122,7 @@ def differentiable(program: "Program") -> Callable:
     """`program.bind` on flat narrowed inputs, with a custom VJP whose backward pass
     narrows the x64 VJP of the traced function (when the program's effects allow a
     custom VJP: io_callback's do not, and JAX cannot differentiate those anyway)."""
-    if not _private.effects_allow_custom_vjp(program.effects):
+    if not _private_lowering.effects_allow_custom_vjp(program.effects):
         return lambda *flat: program.bind(flat)
     n_in = len(program.in_dtypes)
     flat_fun = program.flat_fun

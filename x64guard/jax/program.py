@@ -18,7 +18,7 @@ import jax
 
 from x64guard.api import NarrowResult
 from x64guard.findings import Finding
-from x64guard.jax import _private
+from x64guard.jax import _private_lowering
 from x64guard.jax.inputs import StaticArgs, convert_leaves_outside, dispatch_dtype, to_narrow
 from x64guard.jax.primitive import call_p, differentiable
 
@@ -35,7 +35,7 @@ class CompileAhead:
     """A first call's compile of the narrowed module, run in a worker thread while the
     calling thread runs the x32 cross-check (XLA compiles without holding the GIL, so the
     two overlap: the cross-check's trace and comparison cost no wall time). The worker
-    runs with the caller's own JAX settings (`_private.thread_config_overrides`). Its
+    runs with the caller's own JAX settings (`_private_lowering.thread_config_overrides`). Its
     result is used only if the narrowed program is the one that runs; otherwise it is
     dropped (the compile finishes in the background: CPU spent, nothing else)."""
 
@@ -47,7 +47,7 @@ class CompileAhead:
 
     def _run(self, compile_program: Callable, overrides: tuple) -> None:
         try:
-            with _private.config_overrides(overrides):
+            with _private_lowering.config_overrides(overrides):
                 self._outcome = _CompileOutcome(compile_program(), None)
         except BaseException as error:  # noqa: BLE001  (raised in the caller's thread by result())
             self._outcome = _CompileOutcome(None, error)
@@ -63,7 +63,7 @@ class CompileAhead:
     def start(compile_program: Callable) -> "CompileAhead | None":
         """A compile started in a worker, or None (this JAX's settings cannot be carried
         over, or no thread could start): the program then compiles when first run."""
-        overrides = _private.thread_config_overrides()
+        overrides = _private_lowering.thread_config_overrides()
         if overrides is None:
             return None
         try:
@@ -135,7 +135,7 @@ class Program:
                 executable = self._executables.get(())
                 if executable is None:
                     ahead, self._compile_ahead = self._compile_ahead, None
-                    executable = ahead.result() if ahead is not None else _private.compile_with_avals(
+                    executable = ahead.result() if ahead is not None else _private_lowering.compile_with_avals(
                         self.lowered, self.narrowed.module, list(self.in_avals), self.out_avals)
                     self._executables[()] = executable
         return executable
@@ -154,7 +154,7 @@ class Program:
         outs = executable.call(*flat_inputs)
         # No fast path for 64-bit arrays: JAX's C++ dispatch would hand them to the
         # program unconverted.
-        fastpath = _private.fastpath_data(executable, self.out_tree, flat_inputs, outs) \
+        fastpath = _private_lowering.fastpath_data(executable, self.out_tree, flat_inputs, outs) \
             if self.num_devices == 1 and not wide else None
         return self.out_tree.unflatten(outs), fastpath
 
