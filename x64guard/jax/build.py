@@ -21,14 +21,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from typing import TYPE_CHECKING, Any, NamedTuple
+import threading
+from typing import Any, Callable, NamedTuple
 
 from x64guard.api import NarrowResult
 from x64guard.errors import X64GuardError
 from x64guard.findings import Finding, Kind
 from x64guard.jax import _private, _private_lowering
 from x64guard.jax.callbacks import callbacks_at_32_bits
-from x64guard.jax.inputs import narrow_aval, narrow_dtype, narrowed_spec, widened_spec
+from x64guard.jax.inputs import StaticArgs, narrow_aval, narrow_dtype, narrowed_spec, widened_spec
 from x64guard.jax.program import CompileAhead, Program
 from x64guard.jax.trace_check import (CrossCheck, constants_from_x64_trace, cross_check, identity_convert_finding,
                                       matched_constant_message, not_lowered_message, trace_differs_message, trace_x32)
@@ -36,9 +37,6 @@ from x64guard.jax.user_frames import (narrow_quietly, raising_line, user_place, 
                                       warn_messages_at_user_line)
 from x64guard.modes import Mode
 from x64guard.passes.tables import CONSTANT_OPS, DEFAULT_TARGET
-
-if TYPE_CHECKING:
-    from x64guard.jax.function import NarrowedFunction
 
 
 class NarrowedX64(NamedTuple):
@@ -82,35 +80,67 @@ class Chosen(NamedTuple):
     compile_ahead: "CompileAhead | None"
 
 
+class SaidOnce:
+    """Whether the function has said (at INFO) that x32 JAX's program runs: once per function."""
+
+    def __init__(self):
+        self._said = False
+        self._lock = threading.Lock()
+
+    def first(self) -> bool:
+        with self._lock:
+            first, self._said = not self._said, True
+        return first
+
+
+@dataclasses.dataclass(frozen=True)
+class FunctionSettings:
+    """What building a program needs of one x64guard.jit function, handed over by it
+    (function.py), never read from its private fields."""
+
+    fun: Callable                # the user's function
+    traced_fun: Callable         # x64guard's wrapper of it: JAX's caches forget its traces (release_traces)
+    jit_traced: Any              # jax.jit(traced_fun, **jit_kwargs)
+    statics: StaticArgs
+    overflow: str
+    target: str
+    flat_fun: Callable           # (in_tree, static) -> the flat function a Program holds
+    derive: Callable             # (key, make, trace_dtypes) -> the function of a vmap or VJP of it
+    said_once: SaidOnce
+
+
 @dataclasses.dataclass(frozen=True)
 class Call:
-    """One signature being built: the function, its input tree and static arguments."""
+    """One signature being built: the function's settings, its input tree and static arguments."""
 
-    owner: "NarrowedFunction"
+    settings: FunctionSettings
     in_tree: Any
     static: Any
 
     def trace(self, specs):
         spec_args, spec_kwargs = self.in_tree.unflatten(specs)
-        args, kwargs = self.owner._statics.merge(spec_args, spec_kwargs, self.static)
-        return _private.trace_x64(self.owner._jit_traced, tuple(args), kwargs)
+        args, kwargs = self.settings.statics.merge(spec_args, spec_kwargs, self.static)
+        return _private.trace_x64(self.settings.jit_traced, tuple(args), kwargs)
+
+    def trace_x32(self, specs):
+        return trace_x32(self.settings.jit_traced, self.settings.statics, self.in_tree, specs, self.static)
 
 
-def build_program(owner: "NarrowedFunction", in_tree, specs, static, paths, mode: Mode,
+def build_program(settings: FunctionSettings, in_tree, specs, static, paths, mode: Mode,
                   compile_ahead: bool = False) -> Program:
     """The program for one signature, traced at `specs`. Once it is built, JAX's trace
     caches forget x64guard's traces (_private.release_traces says why)."""
-    call = Call(owner, in_tree, static)
+    call = Call(settings, in_tree, static)
     try:
         chosen, specs = _build(call, specs, mode, compile_ahead)
-        return _program(owner, call, chosen, specs, paths)
+        return _program(call, chosen, specs, paths)
     finally:
-        _private.release_traces(owner._traced_fun)
+        _private.release_traces(settings.traced_fun)
 
 
 def _build(call: Call, specs: list, mode: Mode, compile_ahead: bool) -> tuple[Chosen, list]:
     """The chosen program and the specs traced at."""
-    owner = call.owner
+    settings = call.settings
     try:
         traced, specs = trace_x64(call, specs)
     except X64GuardError:
@@ -119,10 +149,10 @@ def _build(call: Call, specs: list, mode: Mode, compile_ahead: bool) -> tuple[Ch
         return _x64_trace_failed(call, specs, error, mode), specs
     narrowed, ahead = None, None
     if compile_ahead:
-        narrowed, ahead = _narrow_and_start_compile(owner, traced, mode)
+        narrowed, ahead = _narrow_and_start_compile(settings, traced, mode)
     # The cross-check: the x32 trace of the same call.
-    check = cross_check(owner._jit_traced, owner._statics, traced, call.in_tree, specs, call.static)
-    choice = _choose(owner, traced, check, narrowed, ahead, mode)
+    check = cross_check(settings.jit_traced, settings.statics, traced, call.in_tree, specs, call.static)
+    choice = _choose(settings, traced, check, narrowed, ahead, mode)
     if not isinstance(choice, RunX32):
         return choice, specs
     traced32 = check.traced32
@@ -131,13 +161,13 @@ def _build(call: Call, specs: list, mode: Mode, compile_ahead: bool) -> tuple[Ch
         # (jaxlib's cache, _private.release_traces), which JAX cannot lower at 32 bits.
         # Traced again once nothing holds the x64 trace, it converts them itself.
         del traced, check, narrowed, ahead, traced32
-        _private.release_traces(owner._traced_fun)
-        traced32 = trace_x32(owner._jit_traced, owner._statics, call.in_tree, specs, call.static)
+        _private.release_traces(settings.traced_fun)
+        traced32 = call.trace_x32(specs)
         if _private.closed_over_tracers(traced32):  # this third run reused arrays the second kept
             message = kept_state_message(len(_private.closed_over_tracers(traced32)), None, checked=False)
             raise X64GuardError(f"x64guard.jit: {message}", [Finding(Kind.TRACE_SHARED_STATE, "error", "trace",
                                                                      user_place(), message)])
-    return x32_program(owner, traced32, choice.fallback, mode), specs
+    return x32_program(settings, traced32, choice.fallback, mode), specs
 
 
 def trace_x64(call: Call, specs: list) -> Traced:
@@ -184,13 +214,13 @@ def _x64_trace_failed(call: Call, specs: list, error: Exception, mode: Mode) -> 
     lax.cond under x64). Where x32 JAX traces the call, its program runs, with one
     trace-failed finding naming the line whose JAX call raised (mode error: refused with
     it); where it does not, the x64 trace's error is raised, as before."""
-    owner = call.owner
+    settings = call.settings
     line, name = raising_line(error), type(error).__name__
     # What the failed traces made (conversions of closed-over NumPy arrays at 64 bits,
     # jaxlib's cache: _private.release_traces) is collected before the x32 trace.
-    _private.release_traces(owner._traced_fun)
+    _private.release_traces(settings.traced_fun)
     try:
-        traced32 = trace_x32(owner._jit_traced, owner._statics, call.in_tree, specs, call.static)
+        traced32 = call.trace_x32(specs)
     except Exception:  # noqa: BLE001  (x32 JAX raises too: the x64 trace's error is the user's)
         raise error from None
     if _private.closed_over_tracers(traced32):  # values kept from the failed x64 trace
@@ -199,17 +229,18 @@ def _x64_trace_failed(call: Call, specs: list, error: Exception, mode: Mode) -> 
     if mode is Mode.ERROR:
         raise X64GuardError(f"x64guard.jit: {message}", [Finding(Kind.TRACE_FAILED, "error", name, line, message)]) \
             from error
-    return x32_program(owner, traced32, Finding(Kind.TRACE_FAILED, "info", name, line, message), mode)
+    return x32_program(settings, traced32, Finding(Kind.TRACE_FAILED, "info", name, line, message), mode)
 
 
-def _narrow_and_start_compile(owner: "NarrowedFunction", traced, mode: Mode):
+def _narrow_and_start_compile(settings: FunctionSettings, traced, mode: Mode):
     """A direct call: lower, narrow and start compiling before the cross-check, which then
-    runs while XLA compiles. What the narrowing raises is returned (raised by `_choose`,
-    where it was raised before the check existed): (NarrowedX64 or the error, CompileAhead or None)."""
+    runs while XLA compiles: (NarrowedX64, CompileAhead or None). Where lowering or
+    narrowing raises, (None, None): `_choose` does it again after the cross-check, and
+    raises there unless x32's program runs (the error path pays the narrowing twice)."""
     try:
-        narrowed = narrowed_x64(owner, traced, mode)
-    except Exception as error:  # noqa: BLE001  (re-raised later unless x32's program runs)
-        return error, None
+        narrowed = narrowed_x64(settings, traced, mode)
+    except Exception:  # noqa: BLE001  (done again, and raised, by _choose)
+        return None, None
     ahead = CompileAhead.start(functools.partial(
         _private_lowering.compile_with_avals, narrowed.lowered, narrowed.result.module,
         [narrow_aval(a) for a in traced.jaxpr.in_avals],
@@ -217,7 +248,8 @@ def _narrow_and_start_compile(owner: "NarrowedFunction", traced, mode: Mode):
     return narrowed, ahead
 
 
-def _choose(owner: "NarrowedFunction", traced, check: CrossCheck, narrowed, ahead, mode: Mode) -> Chosen | RunX32:
+def _choose(settings: FunctionSettings, traced, check: CrossCheck, narrowed: "NarrowedX64 | None", ahead,
+            mode: Mode) -> Chosen | RunX32:
     """Which program runs, by the cross-check (the module docstring says how)."""
     difference = check.difference
     # x32's trace can run in place of the x64 one: it exists and holds no value of the x64 trace.
@@ -227,13 +259,9 @@ def _choose(owner: "NarrowedFunction", traced, check: CrossCheck, narrowed, ahea
                               trace_differs_message(difference, ran_x32=True)))
     if narrowed is None:
         try:
-            narrowed = narrowed_x64(owner, traced, mode)
+            narrowed = narrowed_x64(settings, traced, mode)
         except X64NotLowered as error:
-            narrowed = error
-    if isinstance(narrowed, X64NotLowered):
-        return _x64_not_lowered(narrowed, traced32, mode)
-    if isinstance(narrowed, Exception):
-        raise narrowed
+            return _x64_not_lowered(error, traced32, mode)
     result = narrowed.result
     matched = [f for f in result.findings if f.kind == Kind.DTYPE_CONSTANT and f.op in CONSTANT_OPS]
     if difference is None and traced32 is not None and matched:
@@ -255,7 +283,7 @@ def _choose(owner: "NarrowedFunction", traced, check: CrossCheck, narrowed, ahea
         if finding is not None:
             result.findings.append(finding)
     if kept is not None:
-        report(owner, kept)
+        report(settings, kept)
     return Chosen(traced, narrowed.lowered, narrowed.convention, result, ahead)
 
 
@@ -276,14 +304,13 @@ def _kept_state_finding(check: CrossCheck, mode: Mode) -> Finding | None:
     return Finding(Kind.TRACE_SHARED_STATE, "warning", difference.primitive, location, message)
 
 
-def report(owner: "NarrowedFunction", finding: Finding) -> None:
+def report(settings: FunctionSettings, finding: Finding) -> None:
     """Say what `finding` says: a warning at the user's line; info once per function, at
     INFO on the `x64guard` logger (`logging.getLogger("x64guard").setLevel(logging.INFO)`
     and a handler to hear it; mode error refuses instead)."""
     if str(finding.severity) == "warning":
         warn_at_user_line(finding.message)
-    elif not owner._reported_x32:
-        owner._reported_x32 = True
+    elif settings.said_once.first():
         _LOGGER.info("x64guard: %s", finding.message)
 
 
@@ -301,13 +328,13 @@ def _x64_not_lowered(error: X64NotLowered, traced32, mode: Mode) -> RunX32:
     return RunX32(Finding(Kind.TRACE_NOT_LOWERED, "warning", op, location, message))
 
 
-def _program(owner: "NarrowedFunction", call: Call, chosen: Chosen, specs, paths) -> Program:
-    convention = chosen.convention
+def _program(call: Call, chosen: Chosen, specs, paths) -> Program:
+    settings, convention = call.settings, chosen.convention
     trace_dtypes = tuple(s.dtype for s in specs)
-    name = getattr(owner._fun, "__name__", "fun")
+    name = getattr(settings.fun, "__name__", "fun")
     return Program(
-        name=name if name.isidentifier() else "fun", narrowed=chosen.result, owner=owner,
-        flat_fun=owner._flat_fun(call.in_tree, call.static), in_tree=call.in_tree, out_tree=chosen.traced.out_tree,
+        name=name if name.isidentifier() else "fun", narrowed=chosen.result, derive=settings.derive,
+        flat_fun=settings.flat_fun(call.in_tree, call.static), in_tree=call.in_tree, out_tree=chosen.traced.out_tree,
         trace_dtypes=trace_dtypes, trace_out_dtypes=tuple(a.dtype for a in convention.out_avals),
         in_dtypes=tuple(narrow_dtype(d) or d for d in trace_dtypes), paths=paths,
         out_avals=tuple(narrow_aval(a) for a in convention.out_avals),
@@ -320,7 +347,7 @@ def _program(owner: "NarrowedFunction", call: Call, chosen: Chosen, specs, paths
         in_avals=tuple(narrow_aval(a) for a in chosen.traced.jaxpr.in_avals), _compile_ahead=chosen.compile_ahead)
 
 
-def narrowed_x64(owner: "NarrowedFunction", traced, mode: Mode) -> NarrowedX64:
+def narrowed_x64(settings: FunctionSettings, traced, mode: Mode) -> NarrowedX64:
     """The x64 trace lowered and narrowed; the narrowing's summary warning listed, not
     issued (it is issued only if this is the program that runs)."""
     callbacks = callbacks_at_32_bits(traced.jaxpr)
@@ -332,11 +359,11 @@ def narrowed_x64(owner: "NarrowedFunction", traced, mode: Mode) -> NarrowedX64:
         raise X64NotLowered() from error
     convention = _private_lowering.calling_convention(lowered)
     # JAX's own cached module: narrow works on a clone.
-    result = narrow_quietly(convention.module, mode=mode, overflow=owner._overflow, target=owner._target)
+    result = narrow_quietly(convention.module, mode=mode, overflow=settings.overflow, target=settings.target)
     return NarrowedX64(lowered, convention, result, result.warnings, callbacks is not None)
 
 
-def x32_program(owner: "NarrowedFunction", traced32, fallback: Finding, mode: Mode) -> Chosen:
+def x32_program(settings: FunctionSettings, traced32, fallback: Finding, mode: Mode) -> Chosen:
     """The x32 trace lowered and run in place of the narrowed x64 one (its answer is x32
     JAX's by construction), `fallback` saying why (`report`)."""
     try:
@@ -353,15 +380,15 @@ def x32_program(owner: "NarrowedFunction", traced32, fallback: Finding, mode: Mo
     # fallback's own warning says what happened. If the pass refuses x32 JAX's module,
     # that module runs as it is: x32 JAX's program, 64-bit values and all.
     try:
-        result = narrow_quietly(convention.module, mode=mode, overflow=owner._overflow, target=owner._target)
+        result = narrow_quietly(convention.module, mode=mode, overflow=settings.overflow, target=settings.target)
     except X64GuardError:
-        if owner._target != DEFAULT_TARGET:
+        if settings.target != DEFAULT_TARGET:
             raise  # what the target rejects, as before
-        result = narrow_quietly(convention.module, mode=Mode.ALLOW, overflow=owner._overflow, target=owner._target)
-    if owner._target != DEFAULT_TARGET:
+        result = narrow_quietly(convention.module, mode=Mode.ALLOW, overflow=settings.overflow, target=settings.target)
+    if settings.target != DEFAULT_TARGET:
         warn_messages_at_user_line(result.warnings)
     result.findings.append(fallback)
-    report(owner, fallback)
+    report(settings, fallback)
     return Chosen(traced32, lowered, convention, result, None)
 
 

@@ -24,7 +24,7 @@ import jax
 import numpy as np
 
 from x64guard.jax import _private, _private_lowering, mode_key
-from x64guard.jax.build import build_program
+from x64guard.jax.build import FunctionSettings, SaidOnce, build_program
 from x64guard.jax.callbacks import raise_callback_error
 from x64guard.jax.inputs import (ARRAY_TYPE, NARROW_DTYPE, WIDE_INTEGERS, WIDE_NUMPY, StaticArgs, StaticKey,
                                  as_tuple, check_range, convert_leaves_outside, host_cast_leaves, keystr, signature,
@@ -98,7 +98,11 @@ class NarrowedFunction:
         self._traced_fun = functools.partial(fun)
         self._jit_traced = jax.jit(self._traced_fun, **jit_kwargs)
         self._cache: dict[_ProgramKey, Program] = {}
-        self._reported_x32 = False  # x32 JAX's program ran in place of the x64 one: said once (build.report)
+        # What building a program needs of this function (build.py reads nothing else of it).
+        self._settings = FunctionSettings(
+            fun=fun, traced_fun=self._traced_fun, jit_traced=self._jit_traced, statics=self._statics,
+            overflow=self._overflow, target=self._target, flat_fun=self._flat_fun, derive=self._derived,
+            said_once=SaidOnce())
         self._lock = threading.Lock()
         self._derived_functions: dict[tuple, NarrowedFunction] = {}
         # Calls on arrays go through a C++ dispatcher like jax.jit's: a new signature runs
@@ -291,7 +295,7 @@ class NarrowedFunction:
                 if program is None:
                     with_paths, _ = jax.tree_util.tree_flatten_with_path(dyn[:2])
                     paths = tuple(keystr(path) for path, _ in with_paths)
-                    program = build_program(self, in_tree, self._trace_specs(leaves, wide_leaves), dyn.static, paths,
+                    program = build_program(self._settings, in_tree, self._trace_specs(leaves, wide_leaves), dyn.static, paths,
                                             mode, compile_ahead)
                     self._cache[key] = program
         return program, leaves

@@ -41,7 +41,7 @@ def _batching(args, dims, *, program: "Program"):
     def make():
         return lambda *xs: jax.vmap(lambda *ys: tuple(flat_fun(*ys)), in_axes=in_axes)(*xs)
 
-    batched = program.owner._derived(("vmap", flat_fun, in_axes), make, program.trace_dtypes)
+    batched = program.derive(("vmap", flat_fun, in_axes), make, program.trace_dtypes)
     outs = batched(*args)
     return list(outs), [0] * len(outs)
 
@@ -155,7 +155,7 @@ def differentiable(program: "Program") -> Callable:
             return vjp
 
         trace_dtypes = program.trace_dtypes + tuple(program.trace_out_dtypes[i] for i in out_inexact)
-        vjp_fn = program.owner._derived(("vjp", flat_fun, differentiable, out_inexact), make_vjp, trace_dtypes)
+        vjp_fn = program.derive(("vjp", flat_fun, differentiable, out_inexact), make_vjp, trace_dtypes)
         grads = vjp_fn(*primals, *(cotangents[i] for i in out_inexact))
         out = [np.zeros(np.shape(x), jax.dtypes.float0) for x in primals]
         for i, g in zip(differentiable, grads):

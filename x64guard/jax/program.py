@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import threading
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
 
@@ -21,9 +21,6 @@ from x64guard.findings import Finding
 from x64guard.jax import _private_lowering
 from x64guard.jax.inputs import StaticArgs, convert_leaves_outside, dispatch_dtype, to_narrow
 from x64guard.jax.primitive import call_p, differentiable
-
-if TYPE_CHECKING:
-    from x64guard.jax.function import NarrowedFunction
 
 
 class _CompileOutcome(NamedTuple):
@@ -78,7 +75,7 @@ class Program:
 
     name: str
     narrowed: NarrowResult
-    owner: "NarrowedFunction"
+    derive: Callable                   # (key, make, trace_dtypes) -> the x64guard.jit function of a vmap or VJP
     flat_fun: Callable                 # flat inputs -> flat outputs, the function traced
     in_tree: Any
     out_tree: Any
