@@ -9,7 +9,8 @@ The modules, along the seams of what x64guard.jit does:
   primitive.py    the `x64guard_call` primitive: inlined into outer jits, vmap, grad
   trace_check.py  the x64 trace compared with the x32 trace
   user_frames.py  warnings at the user's calling line
-  _private.py     every private JAX call, and nothing else
+  _private.py     every private JAX call of configuration, tracing and jaxprs, and nothing else
+  _private_lowering.py  every private JAX call of the program (compile, call primitive, C++ dispatch)
 
   mode_key.py     the mode in JAX's jit and persistent cache keys (registered by function.py)
 
