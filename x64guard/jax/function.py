@@ -295,8 +295,8 @@ class NarrowedFunction:
                 if program is None:
                     with_paths, _ = jax.tree_util.tree_flatten_with_path(dyn[:2])
                     paths = tuple(keystr(path) for path, _ in with_paths)
-                    program = build_program(self._settings, in_tree, self._trace_specs(leaves, wide_leaves), dyn.static, paths,
-                                            mode, compile_ahead)
+                    program = build_program(self._settings, in_tree, self._trace_specs(leaves, wide_leaves),
+                                            dyn.static, paths, mode, compile_ahead)
                     self._cache[key] = program
         return program, leaves
 
