@@ -32,13 +32,7 @@ SHIM = "bindings.py"
 
 # Private framework imports outside the `_private` modules that are known and on their way
 # out, each (file, module) with why it is here. Empty this as they move.
-ALLOWED_PRIVATE: dict[tuple[str, str], str] = {
-    # torch-xla's front end is moving these into torch_xla/_private.py (issue 35 item 4).
-    ("torch_xla/backend.py", "torch._dynamo.backends.common"): "aot_autograd, moving to torch_xla/_private.py",
-    ("torch_xla/backend.py", "torch._dynamo.backends.registry"): "lookup_backend, moving to torch_xla/_private.py",
-    ("torch_xla/backend.py", "torch._dynamo.backends"): "the backend registry, moving to torch_xla/_private.py",
-    ("torch_xla/repairs.py", "torch._decomp"): "torch's decompositions, moving to torch_xla/_private.py",
-}
+ALLOWED_PRIVATE: dict[tuple[str, str], str] = {}
 
 
 class Import(NamedTuple):

@@ -92,3 +92,27 @@ def test_default_filter_warns_once_per_line_in_the_users_module():
             fn(np.ones(2))
         fn(np.ones(3))
     assert len(x64guard_warnings(caught)) == 2
+
+
+def test_the_cross_checks_warning_filter_is_restored_and_hides_only_jax_truncation_notes():
+    """The x32 cross-check trace filters JAX's "Explicitly requested dtype float64 ...
+    truncated" notes (docs/design-process.md): the filter list is the user's again after
+    the call, and a UserWarning of the user's own still reaches them."""
+    jax.config.update("jax_enable_x64", True)
+    try:
+        def f(x):
+            warnings.warn("the user's own note", UserWarning)
+            return x.astype(jnp.float64) * 2
+
+        before = list(warnings.filters)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            x64guard.jit(f)(np.arange(3.0))
+            inside = list(warnings.filters)
+        assert list(warnings.filters) == before
+        assert inside[0][0] == "always"
+        notes = [str(w.message) for w in caught if w.category is UserWarning]
+        assert "the user's own note" in notes
+        assert not [n for n in notes if "Explicitly requested dtype" in n], notes
+    finally:
+        jax.config.update("jax_enable_x64", False)

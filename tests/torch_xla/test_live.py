@@ -72,7 +72,7 @@ def test_a_step_of_to_device_tensors_reads_no_heap(scans):
 
 
 def test_an_untracked_pending_tensor_is_still_found(scans):
-    d = xt._device()
+    d = xt.xla_device()
     x = torch.randn(4, 4).to(d)            # moved by torch-xla, not by x64guard
     y = x * 2 + 1
     xt.sync()
@@ -108,6 +108,6 @@ def test_guarded_torch_function_is_restored_and_plain_tensors_untouched():
     assert reads.GuardedTensor.__dict__["__torch_function__"] is own
     assert torch.Tensor.__dict__["__torch_function__"] is plain
     assert int(out) == 15
-    untouched = torch.ones(3).to(xt._device()) * 2
+    untouched = torch.ones(3).to(xt.xla_device()) * 2
     xt.sync()
     assert type(untouched) is torch.Tensor
