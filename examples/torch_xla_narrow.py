@@ -107,13 +107,14 @@ def main():
     # 6. The lazy-tensor loop, synced through x64guard instead of torch_xla.sync().
     lazy = xt.to_device(model)
     lazy_optimizer = torch.optim.SGD(lazy.parameters(), lr=0.5)
+    traced = xt.counters()["traces"]
     for _ in range(2):
         _, loss = lazy(**batch)
         loss.backward()
         lazy_optimizer.step()
         lazy_optimizer.zero_grad()
         xt.sync(lazy, lazy_optimizer, loss)
-    print(f"lazy loop:    loss {loss.item():.6f}, programs narrowed", len(xt._LAZY_PROGRAMS))
+    print(f"lazy loop:    loss {loss.item():.6f}, programs narrowed", xt.counters()["traces"] - traced)
 
     # 7. torch.export programs: narrowed, then run on the device; inputs may stay on the host.
     eval_model = copy.deepcopy(model).eval()
