@@ -24,7 +24,7 @@ import logging
 import threading
 from typing import Any, Callable, NamedTuple
 
-from x64guard.api import NarrowResult
+from x64guard.api import NarrowResult, narrow_module
 from x64guard.errors import X64GuardError
 from x64guard.findings import Finding, Kind
 from x64guard.jax import _private, _private_lowering
@@ -33,8 +33,7 @@ from x64guard.jax.inputs import StaticArgs, narrow_aval, narrow_dtype, narrowed_
 from x64guard.jax.program import CompileAhead, Program
 from x64guard.jax.trace_check import (CrossCheck, constants_from_x64_trace, cross_check, identity_convert_finding,
                                       matched_constant_message, not_lowered_message, trace_differs_message, trace_x32)
-from x64guard.jax.user_frames import (narrow_quietly, raising_line, user_place, warn_at_user_line,
-                                      warn_messages_at_user_line)
+from x64guard.jax.user_frames import raising_line, user_place, warn_at_user_line, warn_messages_at_user_line
 from x64guard.modes import Mode
 from x64guard.passes.tables import CONSTANT_OPS, DEFAULT_TARGET
 
@@ -359,7 +358,7 @@ def narrowed_x64(settings: FunctionSettings, traced, mode: Mode) -> NarrowedX64:
         raise X64NotLowered() from error
     convention = _private_lowering.calling_convention(lowered)
     # JAX's own cached module: narrow works on a clone.
-    result = narrow_quietly(convention.module, mode=mode, overflow=settings.overflow, target=settings.target)
+    result = narrow_module(convention.module, mode=mode, overflow=settings.overflow, target=settings.target)
     return NarrowedX64(lowered, convention, result, result.warnings, callbacks is not None)
 
 
@@ -380,11 +379,11 @@ def x32_program(settings: FunctionSettings, traced32, fallback: Finding, mode: M
     # fallback's own warning says what happened. If the pass refuses x32 JAX's module,
     # that module runs as it is: x32 JAX's program, 64-bit values and all.
     try:
-        result = narrow_quietly(convention.module, mode=mode, overflow=settings.overflow, target=settings.target)
+        result = narrow_module(convention.module, mode=mode, overflow=settings.overflow, target=settings.target)
     except X64GuardError:
         if settings.target != DEFAULT_TARGET:
             raise  # what the target rejects, as before
-        result = narrow_quietly(convention.module, mode=Mode.ALLOW, overflow=settings.overflow, target=settings.target)
+        result = narrow_module(convention.module, mode=Mode.ALLOW, overflow=settings.overflow, target=settings.target)
     if settings.target != DEFAULT_TARGET:
         warn_messages_at_user_line(result.warnings)
     result.findings.append(fallback)

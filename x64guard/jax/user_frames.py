@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 
 from x64guard import user_place as _user_place
-from x64guard.api import NarrowResult, narrow_module
 from x64guard.jax import _private
 
 _private.exclude_from_user_frames(_user_place.PACKAGE_DIR)
@@ -49,11 +48,6 @@ def warn_at_user_line(message: str) -> None:
     """One X64GuardWarning at the user's calling line (their module's registry and filters)."""
     _user_place.warn_at(f"x64guard: {message}", user_frame())
 
-
-def narrow_quietly(module, **kwargs) -> NarrowResult:
-    """The pass on `module`; what it would warn is in the result's `.warnings`, issued only
-    if this is the program that runs (`warn_messages_at_user_line`)."""
-    return narrow_module(module, **kwargs)
 
 
 def raising_line(error: BaseException) -> str:
