@@ -89,3 +89,38 @@ def test_narrowing_refusal_still_raised_after_the_check():
     fn = x64guard.jit(lambda x: x + 1, mode="error")
     with pytest.raises(x64guard.X64GuardError):
         fn(np.ones(2))
+
+
+def test_float64_arrays_convert_while_the_program_compiles(compiles, monkeypatch):
+    """A caller with x64 on passes float64 JAX arrays (host memory): the program is built
+    and its compile started before the arrays are converted, so the conversion overlaps
+    XLA's compile; the build is the one that later calls of the signature use (the
+    function's Python runs twice, once per trace, not four times)."""
+    from x64guard.jax import function
+
+    events, runs = [], []
+    real_convert = function.convert_leaves_outside
+
+    def convert_spy(flat, indices, dtypes):
+        events.append(("convert", len(compiles)))
+        return real_convert(flat, indices, dtypes)
+
+    monkeypatch.setattr(function, "convert_leaves_outside", convert_spy)
+
+    def f(w, x):
+        runs.append(1)
+        return jnp.tanh(x @ w).sum(axis=0)
+
+    fn = x64guard.jit(f)
+    with jax.enable_x64(True):
+        w, x = jnp.linspace(0.0, 1.0, 12).reshape(3, 4), jnp.linspace(-1.0, 1.0, 6).reshape(2, 3)
+        assert w.dtype == jnp.float64
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", x64guard.X64GuardWarning)
+            got, again = fn(w, x), fn(w, x)
+    assert events[0] == ("convert", 1)  # the compile had started when the first conversion ran
+    assert [name for name, _ in compiles] == ["x64guard-compile"]
+    assert len(runs) == 2
+    want = jax.jit(f)(oracle.to32(np.asarray(w)), oracle.to32(np.asarray(x)))
+    assert oracle.bit_identical(np.asarray(got), np.asarray(want))
+    assert oracle.bit_identical(np.asarray(again), np.asarray(want))

@@ -27,7 +27,7 @@ from x64guard.jax import _private, _private_lowering, mode_key
 from x64guard.jax.build import FunctionSettings, SaidOnce, build_program
 from x64guard.jax.callbacks import raise_callback_error
 from x64guard.jax.inputs import (ARRAY_TYPE, NARROW_DTYPE, WIDE_INTEGERS, WIDE_NUMPY, StaticArgs, StaticKey,
-                                 as_tuple, check_range, convert_leaves_outside, host_cast_leaves, keystr, signature,
+                                 as_tuple, check_range, convert_leaves_outside, converts_on_host, host_cast_leaves, keystr, signature,
                                  trace_spec, wide_array_leaves, wide_numpy_leaves, widened_spec)
 from x64guard.jax.program import Compiled, Lowered, Program
 from x64guard.modes import Mode, resolve_mode, resolve_overflow
@@ -104,6 +104,7 @@ class NarrowedFunction:
             overflow=self._overflow, target=self._target, flat_fun=self._flat_fun, derive=self._derived,
             said_once=SaidOnce())
         self._lock = threading.Lock()
+        self._built_before_converting: set = set()  # signatures of float64 JAX arrays built ahead
         self._derived_functions: dict[tuple, NarrowedFunction] = {}
         # Calls on arrays go through a C++ dispatcher like jax.jit's: a new signature runs
         # `_cache_miss` (specialize, compile the narrowed module, run), later calls of it
@@ -226,7 +227,9 @@ class NarrowedFunction:
             # program, then run as float64 numpy data is, through the wide dispatcher,
             # whose C++ fast path serves the later calls of the converted signature (this
             # dispatcher cannot: it would hand the program the arrays unconverted).
-            convert_leaves_outside(flat, wide_arrays, [NARROW_DTYPE[flat[i].dtype] for i in wide_arrays])
+            dtypes = [NARROW_DTYPE[flat[i].dtype] for i in wide_arrays]
+            self._build_before_converting(flat, tree, static, wide_arrays, dtypes, mode)
+            convert_leaves_outside(flat, wide_arrays, dtypes)
             dyn_args, dyn_kwargs = tree.unflatten(flat)
             args, kwargs = self._statics.merge(dyn_args, dyn_kwargs, static)
             return self._dispatch_wide(wide_arrays, *args, **kwargs), None
@@ -234,6 +237,29 @@ class NarrowedFunction:
         program, flat = self._specialize(args, kwargs, mode, wide_leaves, compile_ahead=True)
         outputs, fastpath = program.run(flat)
         return outputs, None if wide_integers else fastpath
+
+    def _build_before_converting(self, flat: list, tree, static, wide: tuple, dtypes: list, mode: Mode) -> None:
+        """A new signature whose float64 JAX arrays convert on the host: its program is
+        built and its compile started first, so that the conversion runs while XLA
+        compiles (a first call then costs the conversion no wall time). The conversion's
+        numpy results are stood in for by zero-strided arrays of their shape and dtype,
+        which make the same program key as they will."""
+        # A hint, not a cache key: a false hit only loses the overlap (the dispatch builds
+        # the program), so it is kept cheap, since every call of the signature passes here.
+        try:
+            seen = (mode, tree, static, tuple((flat[i].shape, flat[i].dtype) for i in wide))
+            if seen in self._built_before_converting or not all(converts_on_host(flat[i]) for i in wide):
+                return
+        except TypeError:  # unhashable static arguments: _specialize says so, later
+            return
+        stand_ins = list(flat)
+        for i, dtype in zip(wide, dtypes):
+            stand_ins[i] = np.broadcast_to(np.zeros((), dtype), flat[i].shape)
+        dyn_args, dyn_kwargs = tree.unflatten(stand_ins)
+        self._check_integer_inputs(dyn_args, dyn_kwargs, stand_ins)
+        args, kwargs = self._statics.merge(dyn_args, dyn_kwargs, static)
+        self._specialize(tuple(args), kwargs, mode, wide, compile_ahead=True)
+        self._built_before_converting.add(seen)  # later calls of it: converted, then dispatched
 
     def _check_integer_inputs(self, dyn_args: tuple, dyn_kwargs: dict, leaves: list) -> bool:
         """jax.jit would wrap (or, for Python ints, refuse with an OverflowError) 64-bit

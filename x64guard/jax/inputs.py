@@ -230,14 +230,19 @@ def converted_outside(x, dtype):
     one on an accelerator is converted there, by its own small XLA program (compiled once
     per shape and dtype, cached by JAX), not through the host: that would cost a
     device-to-host round trip on every call. Integers must have been range-checked."""
-    if isinstance(x, jax.Array):
+    if isinstance(x, jax.Array) and not converts_on_host(x):
         devices = x.sharding.device_set
         if on_accelerator(devices):
             with _private.x64_enabled():
                 return lax.convert_element_type(x, dtype)
-        if len(devices) > 1:
-            return jax.device_put(np.asarray(x).astype(dtype), x.sharding)
+        return jax.device_put(np.asarray(x).astype(dtype), x.sharding)
     return np.asarray(x).astype(dtype)  # one device: the executable places it (one transfer, not two)
+
+
+def converts_on_host(x) -> bool:
+    """Whether `converted_outside` makes numpy data of JAX array `x`: one host device."""
+    devices = x.sharding.device_set
+    return len(devices) == 1 and not on_accelerator(devices)
 
 
 def convert_leaves_outside(flat: list, indices: Sequence[int], dtypes: Sequence) -> None:
