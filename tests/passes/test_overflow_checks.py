@@ -73,3 +73,36 @@ def test_unsigned_and_narrower_integers_are_not_checked():
     before = str(module)
     assert not guard(module)
     assert str(module) == before
+
+
+_SETTLING = """func.func @main(%ids: tensor<4xi32>, %b: tensor<4xi64>, %c: tensor<4xi32>, %f: tensor<4xf32>)
+    -> (tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>) {
+  %wide = stablehlo.convert %ids : (tensor<4xi32>) -> tensor<4xi64>
+  %vocab = stablehlo.constant dense<1000> : tensor<4xi64>
+  %0 = stablehlo.add %wide, %vocab : tensor<4xi64>
+  %1 = stablehlo.multiply %wide, %b : tensor<4xi64>
+  %cw = stablehlo.convert %c : (tensor<4xi32>) -> tensor<4xi64>
+  %2 = stablehlo.multiply %cw, %cw : tensor<4xi64>
+  %fi = stablehlo.convert %f : (tensor<4xf32>) -> tensor<4xi64>
+  %3 = stablehlo.add %fi, %vocab : tensor<4xi64>
+  return %0, %1, %2, %3 : tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>
+}"""
+
+
+def test_each_check_says_which_arguments_and_magnitudes_settle_it():
+    """ids + 1000 holds for |ids| <= 2**30; a product of two arguments for both <= 2**15
+    (2**16 squared leaves int32); a value converted from a float is settled by no input
+    magnitude. The module's checks are the same as without this."""
+    from x64guard.passes.overflow_settling import SettledBelow
+
+    module, _ = modules.load(_SETTLING)
+    checks = guard(module)
+    module.operation.verify()
+    assert checks.settled == [SettledBelow((0,), 2 ** 30), SettledBelow((0, 1), 2 ** 15),
+                              SettledBelow((2,), 2 ** 15), SettledBelow((), -1)]
+    assert not checks.settled_by(lambda n: 3)          # the float-derived add is never settled
+    checks.settled, checks.locations = checks.settled[:3], checks.locations[:3]
+    assert checks.settled_by(lambda n: 2 ** 15)
+    assert not checks.settled_by(lambda n: 2 ** 15 + 1)
+    assert not checks.settled_by(lambda n: None if n == 1 else 0)   # an unknown argument settles nothing
+    narrowed_is_legal(module)

@@ -39,6 +39,7 @@ from typing import Sequence
 from jax.extend.mlir import ir
 
 from x64guard.passes.ir_queries import element_type, is_wide_signed_integer, main_function, read_attribute
+from x64guard.passes.overflow_settling import OutputBound, SettledBelow, settled_below
 from x64guard.passes.rewriter import Rewriter
 from x64guard.passes.tables import INTEGER_RANGE
 
@@ -58,9 +59,16 @@ _UNION = {"stablehlo.concatenate": None, "stablehlo.select": (1, 2), "stablehlo.
 @dataclasses.dataclass
 class OverflowChecks:
     """What `guard` added: one location text per check, in the order of the flags the
-    module's last result holds."""
+    module's last result holds, and for each when it cannot fire (`overflow_settling`)."""
 
     locations: list[str]
+    settled: list[SettledBelow] = dataclasses.field(default_factory=list)
+    outputs: list["OutputBound | None"] = dataclasses.field(default_factory=list)
+
+    def settled_by(self, magnitude_of) -> bool:
+        """Whether no check can fire, given `magnitude_of(n)`: the largest magnitude main's
+        argument n holds on this call, or None where it is not known."""
+        return bool(self.settled) and all(s.holds(magnitude_of) for s in self.settled)
 
     def __bool__(self) -> bool:
         return bool(self.locations)
@@ -116,12 +124,16 @@ def _count(shape: Sequence[int], dims: Sequence[int]) -> int:
 
 
 class _Guard:
-    def __init__(self, module, rewriter: Rewriter):
+    """The range analysis, and the checks it builds; with no rewriter it builds nothing and
+    only records which ops it would check (`overflow_settling`'s seeded runs)."""
+
+    def __init__(self, module, rewriter: "Rewriter | None"):
         self.module = module
         self.rewriter = rewriter
         self.ranges: dict = {}
         self.flags: list = []
         self.locations: list[str] = []
+        self.checked: list = []
 
     def range(self, value) -> tuple[int, int]:
         found = self.ranges.get(value)
@@ -133,6 +145,8 @@ class _Guard:
         return ir.RankedTensorType.get(shape, ir.F32Type.get())
 
     def _op(self, name: str, result_type, operands, attributes=None):
+        if self.rewriter is None:
+            return None
         return self.rewriter.create_op(name, [result_type], operands, attributes or {}).result
 
     def _scalar(self, value: float, shape):
@@ -146,6 +160,8 @@ class _Guard:
 
     def _reduce(self, value, body: str, init: float):
         """`value` (float32 or i1, any shape) reduced to a scalar with `body` (max, or)."""
+        if self.rewriter is None:
+            return None
         shape = ir.RankedTensorType(value.type).shape
         element = ir.RankedTensorType(value.type).element_type
         scalar = ir.RankedTensorType.get([], element)
@@ -191,6 +207,8 @@ class _Guard:
         """add/subtract: the sign rule of two's complement (the result's sign differs from
         both operands' for add, from a's and not b's for subtract); multiply: r / a != b
         for a != 0, or -1 * INT_MIN; negate and abs: INT_MIN; divide: INT_MIN / -1."""
+        if self.rewriter is None:
+            return self._record(op, None)
         name = op.name
         operands = list(op.operands)
         r = op.results[0]
@@ -221,10 +239,13 @@ class _Guard:
         self._record(op, self._reduce(bad, "stablehlo.or", 0))
 
     def _record(self, op, flag) -> None:
+        self.checked.append(op)
         self.flags.append(flag)
         self.locations.append(str(op.location))
 
     def _elementwise_check(self, op, name: str) -> None:
+        if self.rewriter is None:
+            return self._record(op, None)
         operands = [self._as_f32(v) for v in op.operands]
         shape = ir.RankedTensorType(op.operands[0].type).shape
         result = self._op(name, self._f32(shape), operands)
@@ -233,6 +254,8 @@ class _Guard:
 
     def _bounded_check(self, op, terms: list, count: int, extra=None) -> None:
         """count x prod(max |term|) (+ max |extra|) >= the threshold."""
+        if self.rewriter is None:
+            return self._record(op, None)
         bound = self._scalar(float(count), [])
         for term in terms:
             bound = self._op("stablehlo.multiply", self._f32([]), [bound, self._largest(term)])
@@ -361,6 +384,8 @@ class _Guard:
             self.ranges[out] = (min(r[0][0], r[2][0]), max(r[0][1], r[2][1]))
 
     def _shift_check(self, op) -> None:
+        if self.rewriter is None:
+            return self._record(op, None)
         # a << b == a * 2**b for the shifts that do not overflow
         a, b = (self._as_f32(v) for v in op.operands)
         shape = ir.RankedTensorType(op.operands[0].type).shape
@@ -444,6 +469,14 @@ def guard(module) -> OverflowChecks:
                 guard_.visit(op.operation)
         if not guard_.flags:
             return OverflowChecks([])
+
+        def seeded(seeds: dict) -> _Guard:
+            dry = _Guard(module, None)
+            dry.ranges.update(seeds)
+            return dry
+
+        settled, outputs = settled_below(operations[:-1], block, guard_.checked, seeded,
+                                         list(terminator.operands))
         with rewriter.insert_before(terminator), ir.Location.unknown():
             one = ir.RankedTensorType.get([1], ir.IntegerType.get_signless(1))
             pieces = [rewriter.create_op("stablehlo.reshape", [one], [f]).result for f in guard_.flags]
@@ -457,4 +490,4 @@ def guard(module) -> OverflowChecks:
         rewriter.erase(terminator)
         function_type = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
         rewriter.set_function_type(main, function_type.inputs, [v.type for v in new_terminator.operands])
-    return OverflowChecks(guard_.locations)
+    return OverflowChecks(guard_.locations, settled, outputs)
