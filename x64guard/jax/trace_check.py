@@ -164,6 +164,8 @@ def is_library_primitive(primitive) -> bool:
     JAX's own primitives lower from the equation alone. Decided once per primitive; a
     JAX primitive this misses is compared by its lowering too (slower, never wrong)."""
     known = _primitive_owners.get(id(primitive))
+    if known is None and id(primitive) in _private.public_primitive_ids():   # no scan needed
+        known = _primitive_owners[id(primitive)] = _PrimitiveOwner(primitive, False)
     if known is None or known.primitive is not primitive:
         scan = _jax_primitive_scan
         if id(primitive) not in scan.ids and len(sys.modules) != scan.modules_seen:
