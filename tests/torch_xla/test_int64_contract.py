@@ -94,6 +94,33 @@ def test_overflowing_id_arithmetic_is_refused_on_every_path_and_small_ids_equal_
         assert torch.equal(got.cpu().to(torch.int64), model()(_ids(SMALL))), name
 
 
+@pytest.mark.parametrize("model", [Hash, FlatIndex], ids=lambda m: m.__name__)
+def test_small_ids_settle_the_checks_without_a_read_back_and_large_ones_are_still_read_and_refused(model):
+    """(ids * 31) % 4093 and ids * 1000 + ids % 1000 hold in int32 for small ids: ids
+    x64guard checked on the host (to_device, the boundary's cast, a host input) settle the
+    checks, so the call does not read the flags back (a read waits for the device); 2e9
+    does not, the flags are read, and the call is refused. The lazy graph takes 31 and 1000
+    as arguments, and one magnitude bounds all of an op's arguments, so a product settles
+    there for ids up to 2**15 (docs/torch_xla.md, "Integer arithmetic")."""
+    settled = [3, 5, 12_345, 99, 7, 1_000, 42, 32_000]
+    paths = {
+        "backend, to_device ids": lambda v: torch.compile(model(), backend="x64guard")(xt.to_device(_ids(v))),
+        "backend, int64 on the device": lambda v: torch.compile(model(), backend="x64guard")(_ids(v).to(DEVICE)),
+        "narrow_exported": lambda v: xt.narrow_exported(torch.export.export(model(), (_ids(SMALL),)))(_ids(v)),
+        "lazy sync()": lambda v: _lazy(model, v, named=False),
+    }
+    for name, run in paths.items():
+        torch._dynamo.reset()
+        quietly(run, settled)                     # traced and compiled
+        reads = xt.counters()["overflow_reads"]
+        got = quietly(run, settled)
+        assert xt.counters()["overflow_reads"] == reads, name
+        assert torch.equal(got.cpu().to(torch.int64), model()(_ids(settled))), name
+        with pytest.raises(x64guard.X64GuardError) as info:
+            quietly(run, BIG)
+        assert _refused(info.value) and xt.counters()["overflow_reads"] > reads, (name, str(info.value)[:300])
+
+
 def _lazy(model, values, named: bool):
     out = model()(xt.to_device(_ids(values)))
     if named:

@@ -97,6 +97,21 @@ def test_sentinel_scalars_narrow_exactly_in_the_lazy_loop(name, scoped):
         assert y.cpu().tolist() == f(ids).tolist()
 
 
+def test_the_lazy_graphs_numbers_and_index_tables_are_read_once_and_follow_their_values():
+    """A sync reads a Python number of the lazy graph back once (torch-xla keeps one device
+    buffer per number) and shares a small index table by value: the same graph with another
+    bound, or another index table, still gives eager's answer, and a bound beyond int32 is
+    still refused after the cache has seen smaller ones."""
+    ids = torch.tensor([[1, -2, 3], [-4, 5, 6]])
+    for bound, index in ((2, [-1]), (5, [-2]), (2, [-1]), (0, [-3])):
+        t = xt.to_device(ids)
+        y = t.clamp(max=bound)[:, index] + 0
+        xt.sync()
+        assert y.cpu().tolist() == ids.clamp(max=bound)[:, index].tolist(), (bound, index)
+    t = xt.to_device(ids)
+    assert "1099511627776 does not fit in int32" in refusal_of(lambda: t.clamp(max=2**40)[:, [-1]] + 0)
+
+
 def test_the_iinfo_fill_is_int32s_extreme_as_the_backend_makes_it():
     ids = torch.tensor([[-1, -2, 3], [-4, -5, -6]])
     t = xt.to_device(ids)

@@ -25,15 +25,17 @@ JAX_DTYPE_NAME: dict[torch.dtype, str] = {
     getattr(torch, name): jax_name for name, jax_name in TORCH_JAX_DTYPE.items() if hasattr(torch, name)}
 
 # How many times x64guard traced and narrowed a graph, built a program, and ran one.
-COUNTERS = {"traces": 0, "programs": 0, "programs_shared": 0, "calls": 0, "boundary_casts": 0}
+COUNTERS = {"traces": 0, "programs": 0, "programs_shared": 0, "calls": 0, "boundary_casts": 0, "overflow_reads": 0}
 
 
 def counters() -> dict[str, int]:
     """x64guard's own counts: graphs traced and narrowed (`traces`), programs compiled
     into torch-xla's cache (`programs`), traces whose narrowed module equalled a live
     program's but for locations and so reused it (`programs_shared`, e.g. after a dynamo
-    recompile), narrowed calls (`calls`), and 64-bit tensors cast at the boundary
-    (`boundary_casts`). A steady state moves only `calls`."""
+    recompile), narrowed calls (`calls`), 64-bit tensors cast at the boundary
+    (`boundary_casts`), and calls whose overflow checks were read back from the device
+    (`overflow_reads`: the inputs' magnitudes did not settle them). A steady state on
+    small ids moves only `calls`."""
     return dict(COUNTERS)
 
 

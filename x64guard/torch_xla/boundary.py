@@ -20,6 +20,7 @@ from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla import reads as _reads
 from x64guard.torch_xla.base import COUNTERS, INTEGER_NARROW, JAX_DTYPE_NAME, NARROW_DTYPE, xla_device
 from x64guard.torch_xla.live import LIVE
+from x64guard.torch_xla.small_values import SMALL_VALUES, upload
 from x64guard.torch_xla.program import Program
 
 
@@ -190,8 +191,7 @@ def narrow_through_host(x: torch.Tensor, dtype: torch.dtype, path: str, device: 
     narrowed on the host (`narrow_on_host`: range-checked, or saturated or wrapped as
     asked), so that no 64-bit program runs on the device; a 0-dim value is sent as
     device data, never frozen into a graph as a constant."""
-    with _xc.device_data_transfers():
-        return narrow_on_host(x.detach().cpu(), dtype, path, overflow).to(device)
+    return upload(narrow_on_host(x.detach().cpu(), dtype, path, overflow), device)
 
 
 def _narrow_on_device(x: torch.Tensor, dtype: torch.dtype, path: str, device: str) -> torch.Tensor:
@@ -259,4 +259,6 @@ def to_program_input(x, dtype: torch.dtype, path: str, device: torch.device, dev
         if x.dtype in INTEGER_NARROW:
             _check_host_range(x, dtype, path)
         x = x.detach().to(dtype)
+        if dtype is torch.int32:   # (ids and index tables made afresh each call: one copy per value)
+            return SMALL_VALUES.device_copy(x, device)
     return x.detach().to(device)

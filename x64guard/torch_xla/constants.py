@@ -14,6 +14,8 @@ import torch
 
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla.boundary import narrow_on_host
+from x64guard.torch_xla.lowering import scalar_input
+from x64guard.torch_xla.small_values import SMALL_VALUES
 
 class NarrowedConstants:
     """Narrowed copies of 64-bit device data, by the data's identity (`_private.data_id`),
@@ -48,17 +50,44 @@ class NarrowedConstants:
         if not missing:
             return results
         hosted = _xc.cpu_tensors([value for _, _, value, _ in missing])
-        with _xc.device_data_transfers():
-            narrowed = [narrow_on_host(host, dtype, where).to(device)
-                        for host, (_, _, _, dtype) in zip(hosted, missing)]
+        narrowed = [SMALL_VALUES.device_copy(narrow_on_host(host, dtype, where), device)
+                    for host, (_, _, _, dtype) in zip(hosted, missing)]
+        self._store([(key, value, moved) for (k, key, value, _), moved in zip(missing, narrowed)])
+        for (k, _, _, _), moved in zip(missing, narrowed):
+            results[k] = moved
+        return results
+
+    def scalars(self, values: dict[int, torch.Tensor], dtypes: dict[int, torch.dtype], uses: dict,
+                device: torch.device) -> dict[int, torch.Tensor]:
+        """The lazy graph's 64-bit scalars (`lowering.scalar_input`: sentinels by their uses'
+        rule), by position: those not seen before read back in one transfer. torch-xla keeps
+        one device buffer per Python number it uploads, so a step's scalars are seen again."""
+        results, missing = {}, []
         with self._lock:
-            for (k, key, value, _), moved in zip(missing, narrowed):
-                results[k] = moved
+            for k, value in values.items():
+                key = (_xc.data_id(value), dtypes[k], uses[k].sentinels)
+                entry = self.entries.get(key)
+                if entry is not None:
+                    self.entries.move_to_end(key)
+                    results[k] = entry[1]
+                else:
+                    missing.append((k, key, value))
+        if missing:
+            hosted = _xc.cpu_tensors([value for _, _, value in missing])
+            made = [(key, value, scalar_input(host, dtypes[k], uses[k], device))
+                    for (k, key, value), host in zip(missing, hosted)]
+            self._store(made)
+            results.update((k, moved) for (k, _, _), (_, _, moved) in zip(missing, made))
+        return results
+
+    def _store(self, made: list) -> None:
+        with self._lock:
+            for key, value, moved in made:
                 self.entries[key] = (value, moved)
             while len(self.entries) > self.limit:
                 self.entries.popitem(last=False)
-        return results
 
 
 CONSTANTS = NarrowedConstants()
 narrowed_constants = CONSTANTS.narrowed
+narrowed_scalars = CONSTANTS.scalars

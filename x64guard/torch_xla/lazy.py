@@ -22,10 +22,10 @@ from x64guard.torch_xla import reads as _reads
 from x64guard.torch_xla import share as _share
 from x64guard.torch_xla.base import COUNTERS, NARROW_DTYPE, xla_device, excluded_source_dirs
 from x64guard.torch_xla.boundary import held_over, narrow_alias
-from x64guard.torch_xla.constants import narrowed_constants
+from x64guard.torch_xla.constants import narrowed_constants, narrowed_scalars
 from x64guard.torch_xla.failures import refusal, torch_xla_failures
 from x64guard.torch_xla.narrowing import narrow_lowered
-from x64guard.torch_xla.lowering import ScalarUse, read_lowering, scalar_input, scalar_uses
+from x64guard.torch_xla.lowering import ScalarUse, read_lowering, scalar_uses
 from x64guard.passes.overflow_checks import guard
 from x64guard.torch_xla.live import LIVE, SyncTarget, scan, targets_of
 from x64guard.torch_xla.program import Program
@@ -260,9 +260,9 @@ def _sync_tensors(tensors: list[SyncTarget], resolved: Mode, policy: str, device
         # 64-bit constants in one readback, cached per device buffer (constants.py)
         inputs = narrowed_constants(taken, [v.dtype if j in lazy.scalars else d for j, (v, d) in
                                             enumerate(zip(taken, dtypes))], "an input of the lazy graph", device)
-        for j, scalar in lazy.scalars.items():
-            if j < len(taken) and taken[j].dtype is not dtypes[j]:
-                inputs[j] = scalar_input(taken[j], dtypes[j], scalar, device)
+        scalars = {j: taken[j] for j in lazy.scalars if j < len(taken) and taken[j].dtype is not dtypes[j]}
+        for j, moved in narrowed_scalars(scalars, dict(enumerate(dtypes)), lazy.scalars, device).items():
+            inputs[j] = moved
         if lazy.rng is not None:
             inputs.append(rng_words(lazy.rng, device, device_str))
         ordered = [inputs[k] for k in lazy.program.order]

@@ -12,6 +12,7 @@ from x64guard.errors import X64GuardError
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla.base import INTEGER_NARROW, NARROW_DTYPE, xla_device
 from x64guard.torch_xla.boundary import narrow_on_host, held_over
+from x64guard.torch_xla.magnitudes import MAGNITUDES, host_magnitude
 
 
 class _Refusal:
@@ -26,14 +27,15 @@ class _Refusal:
 
 
 class _Layout:
-    """A batch's structure without its tensors, and each tensor's wide integer dtype (None
-    if it was not a 64-bit integer): what the training thread rebuilds the batch from.
+    """A batch's structure without its tensors, each tensor's wide integer dtype (None if
+    it was not a 64-bit integer) and the largest magnitude of its narrowed values (None if
+    not an integer narrowed here): what the training thread rebuilds the batch from.
     torch-xla's upload walks only the flat list of tensors (it turns tuples into lists)."""
 
-    __slots__ = ("spec", "wide")
+    __slots__ = ("spec", "wide", "magnitudes")
 
-    def __init__(self, spec: Any, wide: list) -> None:
-        self.spec, self.wide = spec, wide
+    def __init__(self, spec: Any, wide: list, magnitudes: list) -> None:
+        self.spec, self.wide, self.magnitudes = spec, wide, magnitudes
 
 
 def _flatten(obj: Any, path: str, leaves: list, paths: list) -> Any:
@@ -73,12 +75,14 @@ def _narrowed_batch(batch: Any, index: int) -> list:
     leaves: list = []
     paths: list = []
     spec = _flatten(batch, f"batch {index}", leaves, paths)
-    wide, narrowed = [], []
+    wide, narrowed, magnitudes = [], [], []
     for x, path in zip(leaves, paths):
         target = NARROW_DTYPE.get(x.dtype) if x.device.type == "cpu" else None
-        wide.append(x.dtype if target is not None and x.dtype in INTEGER_NARROW else None)
+        integer = target is not None and x.dtype in INTEGER_NARROW
+        wide.append(x.dtype if integer else None)
         narrowed.append(x if target is None else narrow_on_host(x, target, path))
-    return [narrowed, _Layout(spec, wide)]
+        magnitudes.append(host_magnitude(narrowed[-1]) if integer and target is torch.int32 else None)
+    return [narrowed, _Layout(spec, wide, magnitudes)]
 
 
 class _NarrowingSource:
@@ -162,5 +166,8 @@ class NarrowingDeviceLoader:
 def _widened(tensors: list, layout: _Layout) -> Any:
     """The uploaded batch as `to_device` gives it: each integer tensor that was 64-bit is
     its int32 device data behind a pending widening convert (`held_over`)."""
+    for x, magnitude in zip(tensors, layout.magnitudes):
+        if magnitude is not None:
+            MAGNITUDES.note(x, magnitude)
     moved = [x if dtype is None else held_over(x.to(dtype), x) for x, dtype in zip(tensors, layout.wide)]
     return _rebuilt(layout.spec, iter(moved))

@@ -22,6 +22,7 @@ from x64guard.passes.tables import INTEGER_SENTINELS
 from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla.base import MLIR_ELEMENT
 from x64guard.torch_xla.failures import refusal
+from x64guard.torch_xla.small_values import upload
 from x64guard.torch_xla.overflow import NO_LINE
 from x64guard.torch_xla.rng import RngStateError, RngStates, extract_rng_states
 
@@ -182,7 +183,8 @@ def _describe(op: "ir.Operation | None") -> str:
 def scalar_input(value: torch.Tensor, dtype: torch.dtype, use: ScalarUse, device: torch.device) -> torch.Tensor:
     """A 64-bit 0-dim parameter as the narrowed program takes it: a sentinel its uses
     allow becomes int32's; any other value must fit in `dtype`, else it is refused at
-    the op that takes it (x64guard never wraps a value the step passed)."""
+    the op that takes it (x64guard never wraps a value the step passed). `value` on the
+    host or the device (read back)."""
     number = int(value.cpu())
     if number in use.sentinels:
         number = _SENTINELS[number]
@@ -193,5 +195,4 @@ def scalar_input(value: torch.Tensor, dtype: torch.dtype, use: ScalarUse, device
                    f"Use a number in [{info.min}, {info.max}], or run this step in 64 bits (torch_xla.sync())")
         finding = Finding(Kind.INPUT_OUT_OF_RANGE, Severity.ERROR, "argument", use.where, message)
         raise X64GuardError(f"x64guard.torch_xla.sync: {message}", [finding])
-    with _xc.device_data_transfers():
-        return torch.tensor(number, dtype=dtype).to(device)
+    return upload(torch.tensor(number, dtype=dtype), device)

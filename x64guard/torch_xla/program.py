@@ -14,6 +14,7 @@ from x64guard.torch_xla import _private as _xc
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla import share as _share
 from x64guard.torch_xla.base import COUNTERS
+from x64guard.torch_xla.magnitudes import MAGNITUDES
 from x64guard.passes.overflow_checks import OverflowChecks
 from x64guard.torch_xla.overflow import describe
 
@@ -35,6 +36,10 @@ class Program:
         # int64 arithmetic checked at run time (x64guard/torch_xla/overflow.py): the module's
         # last result holds one flag per check, read after each call
         self.checks = checks if checks else None
+        self._positions: tuple = (None, {})    # (the graph's order, main's argument -> its place)
+        self._settleable = self.checks is not None and all(s.magnitude >= 0 for s in self.checks.settled)
+        self._bounded_outputs = [(k, bound) for k, bound in enumerate(self.checks.outputs) if bound is not None] \
+            if self.checks is not None else []
         self.in_types = [(tuple(shape), dtype) for shape, dtype in in_types]
         # torch-xla compiles and runs no graph without inputs ("Check failed: !inputs.empty()");
         # dynamo gives the backend such graphs (code that only makes constants, after a graph
@@ -44,7 +49,7 @@ class Program:
             module_text = _with_anchor_argument(module_text)
             self.in_types = [((), torch.int32)]
             with _xc.device_data_transfers():   # device data, not a constant of the graph
-                self._anchor = torch.zeros((), dtype=torch.int32).to(device)
+                self._anchor = MAGNITUDES.note(torch.zeros((), dtype=torch.int32).to(device), 0)
         self.device = device
         self.device_str = str(device)
         built = []
@@ -97,8 +102,33 @@ class Program:
             self._compile(self._compiled)
             results = _xc.run_cached(self.graph, ordered)
         if self.checks is not None:
-            _raise_on_overflow(self.checks, results.pop())
+            flags = results.pop()
+            magnitude_of = self._magnitude_of(ordered)
+            # no check can fire on this call, from the magnitudes of the inputs their ops
+            # read (magnitudes.py): the flags are not read, and the call does not wait
+            if not (self._settleable and self.checks.settled_by(magnitude_of)):
+                _raise_on_overflow(self.checks, flags)
+            for k, bound in self._bounded_outputs:
+                magnitude = bound.given(magnitude_of)
+                if magnitude is not None:    # (an integer result's, for the programs it feeds)
+                    MAGNITUDES.note(results[k], magnitude)
         return results
+
+    def _magnitude_of(self, ordered: list[torch.Tensor]):
+        """main's argument number -> the magnitude noted for its tensor on this call."""
+        order = self.order
+        if self._positions[0] is not order:     # (the graph's order is set again by a recompile)
+            self._positions = (order, {n: j for j, n in enumerate(order)})
+        position = self._positions[1]
+        seen: dict[int, "int | None"] = {}
+
+        def magnitude_of(n: int) -> "int | None":
+            if n not in seen:
+                j = position.get(n)
+                seen[n] = None if j is None or j >= len(ordered) else MAGNITUDES.of(ordered[j])
+            return seen[n]
+
+        return magnitude_of
 
 
 def _with_anchor_argument(module_text: str) -> str:
@@ -126,6 +156,7 @@ def _with_anchor_argument(module_text: str) -> str:
 def _raise_on_overflow(checks: OverflowChecks, flags: torch.Tensor) -> None:
     """Raise, before any result is returned, when a checked int64 op of the program left
     int32's range on this call (eager PyTorch would have computed it at int64)."""
+    COUNTERS["overflow_reads"] += 1
     with _xc.own_compiles():
         hit = flags.cpu().reshape(-1).tolist()
     if not any(hit):
