@@ -91,6 +91,30 @@ def test_the_registry_keeps_nothing_alive():
     assert [ref() for ref in refs] == [None, None]
 
 
+def test_made_tensors_stay_in_the_order_made_and_dead_ones_are_dropped():
+    """An op's result usually dies before the next op: its entry is dropped later, not at its
+    death. A live tensor whose id a dead one held comes after those made before it (the
+    order a sync lowers them in), and between syncs the table stays bounded."""
+    registry = live.LiveTensors(made_prune_at=8)
+    first, second = torch.zeros(1), torch.zeros(2)
+    for tensor in (first, second):
+        registry.note_made(tensor)
+    registry.note_made(first)                 # noted again: keeps its place
+    dead, third, fourth = torch.zeros(3), torch.zeros(4), torch.zeros(5)
+    registry.note_made(dead)
+    registry.note_made(third)
+    # `fourth` gets the id a dead tensor held, at that tensor's place (as CPython reuses ids)
+    registry.made = {(id(fourth) if key == id(dead) else key): ref for key, ref in registry.made.items()}
+    del dead
+    gc.collect()
+    registry.note_made(fourth)
+    assert registry.candidates() == [first, second, third, fourth]
+    for _ in range(100):
+        registry.note_made(torch.zeros(1))    # each dies at once
+    assert len(registry.made) <= 2 * 8 + 1
+    assert registry.candidates() == [first, second, third, fourth]
+
+
 def test_guarded_torch_function_is_restored_and_plain_tensors_untouched():
     """The one switch left (reads.compiling, while dynamo compiles): restored when the last
     compile ends; plain tensors' `__torch_function__` is never touched, and a float tensor a

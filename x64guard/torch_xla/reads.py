@@ -152,8 +152,8 @@ def _reclassed(result, args: tuple, kwargs: dict):
         return type(result)(*items) if hasattr(result, "_fields") else type(result)(items)
     if type(result) not in (torch.Tensor, GuardedTensor):    # a Parameter, another subclass, not a tensor
         return result
-    cls = GuardedTensor if result.device.type == "xla" else torch.Tensor
-    if any(result is arg for arg in _tensors_of(args, kwargs)):
+    cls = GuardedTensor if result.is_xla else torch.Tensor
+    if _is_argument(result, args, kwargs):
         return result
     if cls is GuardedTensor:
         LIVE.note_made(result)     # what a sync without arguments computes (live.py)
@@ -162,12 +162,17 @@ def _reclassed(result, args: tuple, kwargs: dict):
     return result
 
 
-def _tensors_of(args: tuple, kwargs: dict):
-    for arg in (*args, *kwargs.values()):
-        if isinstance(arg, torch.Tensor):
-            yield arg
-        elif isinstance(arg, (tuple, list)):
-            yield from (a for a in arg if isinstance(a, torch.Tensor))
+def _is_argument(result: torch.Tensor, args: tuple, kwargs: dict) -> bool:
+    """Whether `result` is one of the op's arguments, or in a list or tuple among them (a
+    loop, not a generator: this runs on every op of a GuardedTensor)."""
+    for arg in (*args, *kwargs.values()) if kwargs else args:
+        if arg is result:
+            return True
+        if isinstance(arg, (tuple, list)):
+            for item in arg:
+                if item is result:
+                    return True
+    return False
 
 
 def guarded(tensor: torch.Tensor) -> torch.Tensor:
