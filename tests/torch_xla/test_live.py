@@ -53,14 +53,30 @@ class Tagger(torch.nn.Module):
         return torch.nn.functional.cross_entropy(self.head(self.embed(ids)).flatten(0, 1), targets.flatten())
 
 
-def test_a_step_of_to_device_tensors_reads_no_heap(scans):
+@pytest.fixture
+def reports(monkeypatch):
+    """The device's pending tensors as torch-xla's live-tensor report gave them, a list a call."""
+    calls, report = [], _xc.pending_tensor_report
+
+    def counted(device):
+        calls.append(report(device))
+        return calls[-1]
+
+    monkeypatch.setattr(live._xc, "pending_tensor_report", counted)
+    return calls
+
+
+def test_a_step_of_to_device_tensors_reads_no_heap(scans, reports):
+    """Nor torch-xla's report (the IR text of each pending tensor): only to_device's ids are
+    pending after the sync, and the device's count of pending tensors says so."""
     torch.manual_seed(0)
     model = xt.to_device(Tagger())
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     batch = {"ids": torch.randint(0, 20, (2, 5)), "targets": torch.randint(0, 3, (2, 5))}
     losses = []
     for _ in range(3):
-        loss = model(**xt.to_device(batch))
+        moved = xt.to_device(batch)
+        loss = model(**moved)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
@@ -68,16 +84,21 @@ def test_a_step_of_to_device_tensors_reads_no_heap(scans):
         assert not any(_xc.needs_materialization([loss, *model.parameters()]))
         losses.append(float(loss.detach().cpu()))
     assert scans == []                     # the registry had every pending tensor
+    assert reports == []
+    assert _xc.pending_count(str(xt.xla_device())) >= 1     # the ids: pending converts of int32 data
     assert losses[2] < losses[0]
 
 
-def test_an_untracked_pending_tensor_is_still_found(scans):
+def test_an_untracked_pending_tensor_is_still_found(scans, reports):
     d = xt.xla_device()
+    ids = xt.to_device(torch.tensor([[3, 4]]))   # pending on purpose, known: not what makes the report read
     x = torch.randn(4, 4).to(d)            # moved by torch-xla, not by x64guard
     y = x * 2 + 1
     xt.sync()
     assert not _xc.needs_materialization([y])[0]
     assert scans and scans[0] is True      # the young generations first
+    assert len(reports) == 1 and "f32[4,4]{1,0}" in dict(reports[0]).values()   # it named y; after y's sync, no report
+    assert ids.tolist() == [[3, 4]]
     torch.testing.assert_close(y.cpu(), x.cpu() * 2 + 1)
 
 

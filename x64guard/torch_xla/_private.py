@@ -143,10 +143,15 @@ def is_xla_tensor(tensor) -> bool:
     return True
 
 
-# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._check_tensor_need_materialization
+# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._check_tensor_need_materialization, torch_xla._XLAC._check_device_tensor_need_materialization
 def needs_materialization(tensors: Sequence) -> list[bool]:
     """Which tensors hold pending IR (not yet device data)."""
     return list(_xlac()._check_tensor_need_materialization(list(tensors)))
+
+
+def pending_count(device: str) -> int:
+    """How many live XLA tensors on `device` hold pending IR (a flag each, no IR text)."""
+    return sum(_xlac()._check_device_tensor_need_materialization(device))
 
 
 # seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._xla_sync_multi
@@ -359,11 +364,9 @@ _REPORT_TENSOR = re.compile(r"^Tensor: id=(\d+), shape=(.+?), device=.*?, ir_nod
 
 # seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._xla_tensors_report
 def pending_tensor_report(device: str) -> list[tuple[int, str]]:
-    """(tensor id, shape) of every live XLA tensor holding pending IR on `device`, from
-    torch-xla's live-tensor report (`_xla_tensors_report(nodes_threshold)`; seen in
-    torch-xla 2.9: one `Tensor: id=N, shape=f32[3]{0}, device=CPU:0, ir_nodes=K` header per
-    tensor with more than `nodes_threshold` IR nodes, followed by its IR). The text holds
-    each tensor's IR: call it when few are expected."""
+    """(tensor id, shape) of every live XLA tensor holding pending IR on `device`, from torch-xla's
+    report (2.9: a `Tensor: id=N, shape=f32[3]{0}, device=CPU:0, ir_nodes=K` header per tensor of
+    more than `nodes_threshold` IR nodes, then its IR: about 60 us a tensor)."""
     text = _xlac()._xla_tensors_report(_PENDING_NODES, device)
     matches = (_REPORT_TENSOR.match(line) for line in text.splitlines())
     return [(int(m.group(1)), m.group(2)) for m in matches if m is not None and int(m.group(3)) > 1]

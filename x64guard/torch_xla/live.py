@@ -137,20 +137,26 @@ class LiveTensors:
 
     def left_pending(self, device: str) -> dict[int, str]:
         """torch-xla tensor id -> shape of every XLA tensor still pending (torch-xla's
-        live-tensor report), but to_device's ids, the copies of them, and what was refused."""
+        live-tensor report), but to_device's ids, the copies of them, and what was refused.
+        The report (each pending tensor's IR as text: to_device's ids alone cost 0.2-0.5 ms a
+        step) is read only when the device holds more pending tensors than those."""
         from x64guard.torch_xla.boundary import BOUNDARY
 
-        aliases = {_xc.tensor_id(tensor) for tensor in BOUNDARY.id_tensors()}
+        known = {_xc.tensor_id(tensor): tensor for tensor in BOUNDARY.id_tensors()}
         for key, ref in list(self.alias_copies.items()):
-            if ref() is None:
+            tensor = ref()
+            if tensor is None:
                 self.alias_copies.pop(key, None)
             else:
-                aliases.add(key)
+                known[key] = tensor
         for refused in list(self.refused.values()):
             tensor = refused.ref()
             if tensor is not None and self.refused_before(tensor):
-                aliases.add(_xc.tensor_id(tensor))
-        return {tensor_id: shape for tensor_id, shape in _xc.pending_tensor_report(device) if tensor_id not in aliases}
+                known[_xc.tensor_id(tensor)] = tensor
+        on_device = [tensor for tensor in known.values() if str(tensor.device) == device]
+        if _xc.pending_count(device) == sum(_xc.needs_materialization(on_device)):
+            return {}     # every pending tensor of the device is one of these (each is live there)
+        return {tensor_id: shape for tensor_id, shape in _xc.pending_tensor_report(device) if tensor_id not in known}
 
 
 def _live_name(tensor: torch.Tensor) -> str:
