@@ -4,9 +4,6 @@ torch-xla has no public hook between its lowering and its compile. The calls bel
 the ones torch-xla's own dynamo bridge, `call_jax` and StableHLO export use; they are
 private (`torch_xla._XLAC`) and change between releases, so x64guard checks the version
 at import (x64guard/versions.py) and says plainly when it meets another one.
-
-Measured facts behind them (torch 2.9.0, torch-xla 2.9.0): see the notes quoted in
-the modules of x64guard/torch_xla/.
 """
 
 from __future__ import annotations
@@ -41,8 +38,7 @@ def _process_flag(name: str, value: bool) -> Iterator[None]:
 
 # seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._get_stablehlo
 def stablehlo_text(tensors: Sequence, device: str) -> str:
-    """The StableHLO of the pending graph rooted at `tensors` (torch-xla lowers to HLO and
-    converts; no serialization, so nothing is expanded for a portable artifact)."""
+    """The StableHLO of the pending graph rooted at `tensors` (not serialized: nothing expanded)."""
     return _xlac()._get_stablehlo(list(tensors), device, [], False).decode("utf-8")
 
 
@@ -215,14 +211,19 @@ def placeholder(shape: Sequence[int], dtype):
 
 # seen in torch 2.9.0 / torch-xla 2.9.0: torch._has_compatible_shallow_copy_type
 def takes_device_data(tensor) -> bool:
-    """Whether `replace_data` can give `tensor` a plain XLA tensor's data: PyTorch's own
-    check for `.data =` (a wrapper subclass or a functional tensor another test or library
-    left alive refuses it: "incompatible tensor type"; torch 2.9)."""
+    """Whether `replace_data` can give `tensor` a plain XLA tensor's data: PyTorch's check for `.data =`
+    (a wrapper subclass or a functional tensor refuses it: "incompatible tensor type"; torch 2.9)."""
     import torch
 
-    # a fresh empty tensor each time: one kept alive would be a pending tensor itself, which
-    # every later sync without arguments would find (measured: it broke three sync tests)
-    return torch._has_compatible_shallow_copy_type(tensor, torch.empty(0, dtype=tensor.dtype, device=tensor.device))
+    # one empty host-made tensor per dtype and device: made on the device, it would be pending IR
+    key = (tensor.dtype, str(tensor.device))
+    plain = _EMPTY_PLAIN.get(key)
+    if plain is None:
+        plain = _EMPTY_PLAIN.setdefault(key, torch.empty(0, dtype=tensor.dtype).to(tensor.device))
+    return torch._has_compatible_shallow_copy_type(tensor, plain)
+
+
+_EMPTY_PLAIN: dict = {}
 
 
 # seen in torch 2.9.0: Tensor._fix_weakref (torch.utils.weak's WeakIdRef calls it for the same reason)
@@ -374,9 +375,8 @@ def pending_tensor_report(device: str) -> list[tuple[int, str]]:
 
 # seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._xla_tensors_report
 def pending_tensor_ir(device: str) -> dict[int, tuple[str, str]]:
-    """torch-xla tensor id -> (shape, IR text) of every live XLA tensor holding pending IR
-    on `device` (the report `pending_tensor_report` reads; the IR names each node's type,
-    `s64[2,5]{1,0} aten::mul`)."""
+    """torch-xla tensor id -> (shape, IR text) of every live XLA tensor holding pending IR on
+    `device` (`pending_tensor_report`'s report; the IR names each node's type, `s64[2,5]{1,0} aten::mul`)."""
     text = _xlac()._xla_tensors_report(_PENDING_NODES, device)
     found: dict[int, tuple[str, str]] = {}
     header, lines = None, []
