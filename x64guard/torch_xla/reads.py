@@ -17,9 +17,10 @@ then read the narrowed value; the tensor keeps its dtype):
   switched off (`compiling`): dynamo then traces it as a plain tensor. Process-wide while a
   compile runs, restored when the last one ends: a read in another thread meanwhile goes
   to torch-xla (the next sync warns, `lazy-read`). (Left traced, with plain ops under
-  `is_dynamo_compiling()`, a classifier compiled to one graph too, but the model suite's
-  OPT, backend then `x64guard.torch_xla.sync()`, had torch-xla compile an s64 module of
-  the shifted labels: kept until understood.) A frame dynamo compiles while those
+  `is_dynamo_compiling()`, dynamo 2.9 breaks the graph at every Python-level override
+  check, `torch.overrides.handle_torch_function`'s `_is_torch_function_mode_enabled()`:
+  OPT's loss, `nn.functional.pad(labels, ...)`, then runs outside the graph, and
+  torch-xla computes the padded labels at 64 bits, an s64 module.) A frame dynamo compiles while those
   callbacks are not registered (`torch._dynamo.reset()` clears them) traces
   `__torch_function__` itself: it then runs the op as a plain tensor's.
 """
