@@ -217,7 +217,7 @@ def to_narrow(x, dtype, path: str):
     array = np.asarray(x)
     if array.dtype != dtype:
         check_range(array, dtype, path)
-        array = array.astype(dtype)
+        array = host_cast(array, dtype)
     return array
 
 
@@ -235,8 +235,29 @@ def converted_outside(x, dtype):
         if on_accelerator(devices):
             with _private.x64_enabled():
                 return lax.convert_element_type(x, dtype)
-        return jax.device_put(np.asarray(x).astype(dtype), x.sharding)
-    return np.asarray(x).astype(dtype)  # one device: the executable places it (one transfer, not two)
+        return jax.device_put(host_cast(np.asarray(x), dtype), x.sharding)
+    return host_cast(np.asarray(x), dtype)  # one device: the executable places it, without a copy
+
+
+# XLA's CPU client takes a numpy array without a copy when its data is aligned to this
+# (zero-copy device_put); numpy aligns to 16 bytes only. Below _ALIGNED_FROM elements the
+# copy costs less than aligning (a 128-element cast: 0.6 us with astype, 5 us aligned).
+_HOST_ALIGNMENT = 64
+_ALIGNED_FROM = 1 << 14
+
+
+def host_cast(array: np.ndarray, dtype) -> np.ndarray:
+    """`array.astype(dtype)`; from 16,384 elements, its data aligned so that a CPU device
+    can use it in place (a first call's converted inputs then cost no copy and no fresh
+    device pages)."""
+    if array.size < _ALIGNED_FROM:
+        return array.astype(dtype)
+    dtype = np.dtype(dtype)
+    raw = np.empty(array.size * dtype.itemsize + _HOST_ALIGNMENT, np.uint8)
+    start = -raw.ctypes.data % _HOST_ALIGNMENT
+    out = raw[start:start + array.size * dtype.itemsize].view(dtype).reshape(array.shape)
+    np.copyto(out, array, casting="unsafe")
+    return out
 
 
 def converts_on_host(x) -> bool:
@@ -281,7 +302,7 @@ def host_cast_leaves(leaves: list, wide: tuple) -> list:
     """`leaves` with the 64-bit numpy data at `wide` cast to its 32-bit dtype on the host."""
     leaves = list(leaves)
     for i in wide:
-        leaves[i] = leaves[i].astype(NARROW_DTYPE[leaves[i].dtype])
+        leaves[i] = host_cast(leaves[i], NARROW_DTYPE[leaves[i].dtype])
     return leaves
 
 
