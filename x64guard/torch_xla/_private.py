@@ -23,8 +23,7 @@ def _xlac():
 
 @contextlib.contextmanager
 def _process_flag(name: str, value: bool) -> Iterator[None]:
-    """torch-xla's process-wide flag `name` (`_XLAC._get_<name>` / `_set_<name>`) set to
-    `value` meanwhile, and restored on exit."""
+    """torch-xla's process-wide flag `name` (`_XLAC._get_/_set_<name>`) = `value`, restored on exit."""
     xlac = _xlac()
     previous = getattr(xlac, f"_get_{name}")()
     getattr(xlac, f"_set_{name}")(value)
@@ -44,8 +43,7 @@ def stablehlo_text(tensors: Sequence, device: str) -> str:
 
 # seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._get_stablehlo
 def stablehlo_bytecode(tensors: Sequence, device: str) -> bytes:
-    """The same module as MLIR bytecode: unlike the text, it keeps the ops' locations
-    (the Python stacks recorded under `python_frames_recorded`)."""
+    """The module as MLIR bytecode, which keeps the locations (`python_frames_recorded`'s stacks)."""
     return _xlac()._get_stablehlo(list(tensors), device, [], True)
 
 
@@ -106,8 +104,7 @@ def data_id(tensor) -> str:
 
 # seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._unique_id_for_ir_and_data
 def data_id_function():
-    """`data_id` itself (torch-xla's function, without a Python wrapper around it): it
-    runs once per 64-bit parameter on every call."""
+    """`data_id` itself, unwrapped: it runs once per 64-bit parameter on every call."""
     return _xlac()._unique_id_for_ir_and_data
 
 
@@ -194,8 +191,7 @@ def computation_from_proto(name: str, proto: bytes):
 
 # seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._xla_user_computation
 def call_computation(name: str, inputs: Sequence, computation) -> list:
-    """The computation as an op of the lazy graph: lazy outputs, nothing executed. `name`
-    must look like 'xla::something'."""
+    """The computation as a lazy graph op (nothing executed); `name`: 'xla::something'."""
     return list(_xlac()._xla_user_computation(name, list(inputs), computation))
 
 
@@ -293,8 +289,7 @@ def own_compile_count() -> int:
 
 # seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._run_cached_graph
 def run_cached(graph: bytes, inputs: Sequence) -> list:
-    """Run a graph `warm_up` compiled, on device-data inputs in its parameter order:
-    what torch-xla's dynamo backend does on every call (no tracing, no hashing)."""
+    """Run a graph `warm_up` compiled, inputs in parameter order, as torch-xla's dynamo backend does."""
     return list(_xlac()._run_cached_graph(graph, list(inputs)))
 
 
@@ -302,8 +297,7 @@ def run_cached(graph: bytes, inputs: Sequence) -> list:
 
 # seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla.core.xla_model.wait_device_ops
 def wait_device_ops() -> None:
-    """Block until every execution torch-xla has dispatched has finished (they run
-    asynchronously, and count in ExecuteTime when they finish)."""
+    """Block until torch-xla's dispatched executions finish (they count in ExecuteTime then)."""
     import torch_xla.core.xla_model as xm
 
     xm.wait_device_ops()
@@ -339,8 +333,7 @@ def compile_count() -> int:
 
 # seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla.stablehlo
 def decompose_exported(exported_program):
-    """The exported program decomposed as torch-xla's StableHLO export does it (core ATen
-    decompositions plus torch-xla's own additions)."""
+    """The exported program decomposed as torch-xla's StableHLO export does (ATen's and its own)."""
     from torch_xla import stablehlo
 
     return stablehlo._run_decompositions(exported_program)
@@ -410,6 +403,13 @@ def dynamo_backend(name: str):
 def register_dynamo_backend(name: str, compiler_fn) -> None:
     import torch._dynamo
     torch._dynamo.register_backend(compiler_fn=compiler_fn, name=name)
+
+
+# seen in torch 2.9.0: torch._C.DisableTorchFunctionSubclass, what Tensor.__torch_function__
+# runs an op under (a GuardedTensor op without that method's generator and lookups)
+def plain_torch_function_type():
+    import torch
+    return torch._C.DisableTorchFunctionSubclass
 
 
 # seen in torch 2.9.0: torch._C._dispatch_has_kernel_for_dispatch_key

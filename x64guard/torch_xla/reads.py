@@ -114,22 +114,38 @@ class GuardedTensor(torch.Tensor):
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if torch.compiler.is_dynamo_compiling():   # dynamo traces this (its callbacks were not armed): a plain op
+        # Every op on a GuardedTensor runs this (a Falcon step: ~150), so its common path is
+        # inline: a fresh plain result noted and reclassed as `_reclassed` does.
+        if kwargs is None:
+            kwargs = {}
+        if _is_dynamo_compiling():   # dynamo traces this (its callbacks were not armed): a plain op
             return _plain(func, args, kwargs)
         if func in READS:
             result = narrowed_read(func, args, kwargs, _read_narrowed_default)
             if result is not NOT_A_READ:
                 return _reclassed(result, args, kwargs)
-        result = _plain(func, args, kwargs)
-        return result if func in _NOT_TENSORS else _reclassed(result, args, kwargs)
+        with _PLAIN_OPS():
+            result = func(*args, **kwargs)
+        if func in _NOT_TENSORS:
+            return result
+        if type(result) is _TENSOR:
+            if result.is_xla and not _is_argument(result, args, kwargs):
+                LIVE.note_made(result)
+                result.__class__ = GuardedTensor
+            return result
+        return _reclassed(result, args, kwargs)
+
+
+_is_dynamo_compiling = torch.compiler.is_dynamo_compiling
+_PLAIN_OPS = _xc.plain_torch_function_type()
 
 
 def _plain(func, args: tuple, kwargs: dict):
-    """`func(*args, **kwargs)` as on plain tensors: `torch.Tensor`'s own `__torch_function__`
-    (subclasses' switched off meanwhile; with `torch.Tensor` as the class, the result is not
-    converted to a subclass)."""
-    return torch.Tensor.__torch_function__(func, (torch.Tensor,), args, kwargs)
+    """`func(*args, **kwargs)` as on plain tensors: what `torch.Tensor.__torch_function__`
+    does for the class `torch.Tensor` (subclasses' switched off meanwhile, the result left
+    as it is), without its checks."""
+    with _PLAIN_OPS():
+        return func(*args, **kwargs)
 
 
 # what `Tensor.__torch_function__` leaves as it is (torch/_tensor.py: `get_default_nowrap_functions`)
