@@ -94,6 +94,7 @@ class _LazyProgramCache:
 
 
 LAZY_PROGRAMS = _LazyProgramCache()
+_PLAIN_TENSORS = _xc.plain_torch_function_type()
 
 
 def sync(*keep: Any, mode: "Mode | str | None" = None, overflow: str = "error") -> None:
@@ -267,11 +268,12 @@ def _sync_tensors(tensors: list[SyncTarget], resolved: Mode, policy: str, device
             inputs.append(rng_words(lazy.rng, device, device_str))
         ordered = [inputs[k] for k in lazy.program.order]
         results = lazy.program.run(ordered)
-    for tensor, result in zip(pending, results):
-        if keep_dtypes and result.dtype is not tensor.dtype:
-            _take_keeping_dtype(tensor, result)
-        else:
-            _xc.replace_data(tensor, result)
+    with _PLAIN_TENSORS():   # a GuardedTensor's `.data =` as a plain tensor's, without its __torch_function__
+        for tensor, result in zip(pending, results):
+            if keep_dtypes and result.dtype is not tensor.dtype:
+                _take_keeping_dtype(tensor, result)
+            else:
+                _xc.replace_data(tensor, result)
     COUNTERS["calls"] += 1
 
 

@@ -33,6 +33,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla.list_indices import INDEXING, with_int32_index
 from x64guard.torch_xla.live import LIVE
 
 _TENSOR = torch.Tensor   # its reads are TensorBase's methods, the objects torch functions are called with
@@ -60,7 +61,11 @@ class NarrowedReads(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         result = narrowed_read(func, args, kwargs, self._read_narrowed)
-        return func(*args, **kwargs) if result is NOT_A_READ else result
+        if result is not NOT_A_READ:
+            return result
+        if func in INDEXING:
+            args = with_int32_index(args)
+        return func(*args, **kwargs)
 
 
 NOT_A_READ = object()
@@ -71,8 +76,8 @@ def narrowed_read(func, args: tuple, kwargs: dict, read_narrowed):
     """`func(*args, **kwargs)` computed from the narrowed value when it reads the values of
     a pending XLA tensor (`read_narrowed` runs the tensor's graph through x64guard first);
     NOT_A_READ otherwise, for the caller to run `func` as it is."""
-    if (func in _VALUE_READS or func in _HOST_READS) and args and _pending_xla(args[0]) \
-            and (func is not _TENSOR.to or _to_host(args[1:], kwargs)):
+    if (func in _VALUE_READS or func in _HOST_READS) and args \
+            and (func is not _TENSOR.to or _to_host(args[1:], kwargs)) and _pending_xla(args[0]):
         tensor = args[0]
         narrowed = read_narrowed(tensor)
         result = func(narrowed, *args[1:], **kwargs)
@@ -118,6 +123,9 @@ class GuardedTensor(torch.Tensor):
         # inline: a fresh plain result noted and reclassed as `_reclassed` does.
         if kwargs is None:
             kwargs = {}
+        if func in _PLAIN_GETTERS:   # half of a Falcon step's ~180: no tensor, nothing to read
+            with _PLAIN_OPS():
+                return func(*args, **kwargs)
         if _is_dynamo_compiling():   # dynamo traces this (its callbacks were not armed): a plain op
             return _plain(func, args, kwargs)
         if func in READS:
@@ -125,6 +133,8 @@ class GuardedTensor(torch.Tensor):
             if result is not NOT_A_READ:
                 return _reclassed(result, args, kwargs)
         with _PLAIN_OPS():
+            if func in INDEXING:   # a list index: a shared int32 table, not fresh int64 data to read back
+                args = with_int32_index(args)
             result = func(*args, **kwargs)
         if func in _NOT_TENSORS:
             return result
@@ -150,6 +160,11 @@ def _plain(func, args: tuple, kwargs: dict):
 
 # what `Tensor.__torch_function__` leaves as it is (torch/_tensor.py: `get_default_nowrap_functions`)
 _NOT_TENSORS = frozenset(torch.overrides.get_default_nowrap_functions())
+# properties that describe a tensor and return no tensor (`.device`, `.shape`, ...): read
+# as a plain tensor's, with none of an op's bookkeeping
+_PLAIN_GETTERS = frozenset(getattr(_TENSOR, name).__get__ for name in (
+    "device", "is_xla", "shape", "dtype", "is_leaf", "ndim", "requires_grad", "layout", "is_cuda", "is_cpu",
+    "is_sparse", "is_quantized", "is_meta", "is_nested", "itemsize", "nbytes", "output_nr", "_version"))
 _GUARDED_TORCH_FUNCTION = GuardedTensor.__dict__["__torch_function__"]
 
 
