@@ -430,10 +430,13 @@ SUITE: list[RealModel] = [
               lambda s: {"x": _image(s)}, "logits", _class_labels, family="timm",
               note="shifted windows, int64 relative-position index"),
     # Batch norm down to 2x2 x 4 images: after three steps x64guard's running means differ from eager's by
-    # 6.3-6.6% of their largest, running variances by 2.9% (parameters by 2e-6), on every x64guard path
-    # alike; as LeViT's, presumably torch-xla's batch norm (not compared with openxla's here).
+    # 6.3-6.6% of their largest, running variances by 2.9%, on every x64guard path alike; as LeViT's,
+    # presumably torch-xla's batch norm. Parameters: 2e-6 on the machine of 2026-11; on that of
+    # 2026-12-06 the lazy loops' 2.69e-4 (blocks.1.0.conv_pw.weight, largest 0.70), bit for bit what
+    # torch-xla's own lazy loop gives (openxla: 2.69e-4 too), the backend's 2.3e-6.
     RealModel("mobilenetv3", timm_suite("mobilenetv3_small_050"), _batch_norm_images, "logits", _four_labels,
-              family="timm", running_var_rtol=0.04, buffer_rtol=0.08, note="batch norm, squeeze-excite, hard-swish"),
+              family="timm", running_var_rtol=0.04, buffer_rtol=0.08, train_atol=5e-4,
+              note="batch norm, squeeze-excite, hard-swish"),
     RealModel("lstm_tagger", tagger("LSTM"), _tagger_inputs, "loss", _tagger_labels, family="torch.nn"),
     RealModel("gru_tagger", tagger("GRU"), _tagger_inputs, "loss", _tagger_labels, family="torch.nn"),
     RealModel("recommender_one_hot", recommender, lambda s: {"user": RECOMMENDER_BATCH["user"]}, "loss",
