@@ -40,7 +40,12 @@ class SmallValues:
             copy = self._copies.get(key)
             if copy is not None:
                 self._copies.move_to_end(key)
-                return copy
+        if copy is not None:
+            # its magnitude may have left MAGNITUDES' recent names since it was uploaded (a
+            # long lazy loop notes many): unknown, the checks it settles would be read back
+            if host.dtype is torch.int32 and MAGNITUDES.of(copy) is None:
+                MAGNITUDES.note_host(copy, host)
+            return copy
         copy = upload(host, device)
         with self._lock:
             self._copies[key] = copy
