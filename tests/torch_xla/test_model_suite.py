@@ -11,7 +11,8 @@ Each model runs in one child process (tests/torch_xla/suite_child.py) under XLA'
   wherever openxla or the plain loop trains the model;
 * with dropout off, x64guard's three paths (the backend's steps ended by
   `x64guard.torch_xla.sync()`) equal eager PyTorch (CPU, float32): losses and updated
-  parameters;
+  parameters; and they give torch-xla's own bits (openxla, the plain lazy loop, also run
+  without dropout), but where KNOWN_BIT_DIFFERENCES says why not;
 * no module XLA compiled for an x64guard path holds a 64-bit type beyond the random-number
   state.
 
@@ -29,8 +30,8 @@ import pytest
 
 from tests.torch_xla.common import run_python
 from tests.torch_xla.real_models import SUITE, RealModel
-from tests.torch_xla.suite_child import (BACKEND, BACKEND_SYNC, EXACT_PATHS, LAZY_ALL, LAZY_NAMED, LAZY_NO_STEP,
-                                         LAZY_PLAIN, OPENXLA, PATHS, STEPS, X64GUARD_PATHS)
+from tests.torch_xla.suite_child import (BACKEND, BACKEND_SYNC, EXACT_COUNTERPART, EXACT_PATHS, LAZY_ALL, LAZY_NAMED,
+                                         LAZY_NO_STEP, LAZY_PLAIN, OPENXLA, PATHS, STEPS, X64GUARD_PATHS)
 
 RESULTS: dict[str, dict[str, str]] = {}
 
@@ -83,7 +84,7 @@ def _outcome(entry: dict) -> str:
 
 # `make test` (CI) runs these two, whose cases nothing else covers: int64 ids through one_hot
 # and cross_entropy, an nn.LSTM under plain torch.compile. The others are marked `extended`
-# and run by `make test-models` (about 15 minutes of two cores: each model trains 9 times);
+# and run by `make test-models` (about 13 minutes of two cores with test_real_models.py: each model trains 11 times);
 # their mechanisms are covered in `make test` by smaller tests (test_mixed_device.py's
 # DeBERTa-v2, test_outside_work.py's OPT, test_real_models.py).
 IN_MAKE_TEST = frozenset({"recommender_one_hot", "lstm_tagger"})
@@ -147,6 +148,56 @@ def test_x64guard_paths_equal_eager_without_dropout(model: RealModel, suite_repo
     left = {"sync-pending", "lazy-read"} & set(report["exact"][LAZY_ALL]["warning_kinds"])
     assert not left, report["exact"][LAZY_ALL]["warnings"]      # sync() alone reached every pending tensor
     _record(model, "equal to eager (dropout off)", f"yes, max param diff {worst:.0e}")
+
+
+# x64guard narrows integers only: without dropout (no random numbers), each of its paths does
+# torch-xla's own float work, so where the XLA program is torch-xla's it gives torch-xla's bits,
+# losses and every updated parameter, a sharper oracle than eager's tolerance. (model, path) ->
+# why that path's float work is another XLA program than its counterpart's. Strict both ways: a listed pair that
+# gives torch-xla's bits fails too, so the entry goes with the change that removed the cause.
+#
+# The backend's programs hold the Python numbers of the model's ops as constants
+# (`_private.inline_scalars`, so that the pass sees and checks integer scalars), where openxla
+# passes them as device-data parameters, and XLA may simplify arithmetic on constants (a toy
+# attention's `k / 9.7979...` differs from the same division by a parameter by 6e-8, measured). openxla run under the same
+# flag gives the backend's bits exactly for ALBERT and MobileNetV3 (measured 2026-12-06); the
+# lazy loops do not inline and give the plain lazy loop's bits on every model.
+_INLINED_NUMBERS = "the backend's Python numbers are XLA constants (openxla's are parameters)"
+KNOWN_BIT_DIFFERENCES: dict[tuple[str, str], str] = {
+    ("lstm_tagger", BACKEND_SYNC):
+        "x64guard's frames trace nn.LSTM into the compiled graph (allow_rnn, docs/torch_xla.md); "
+        "openxla's dynamo skips it and torch-xla runs it op by op: another fusion, rounded differently",
+    ("albert_mlm", BACKEND_SYNC): _INLINED_NUMBERS + ": gelu_new's 0.7978845608 and 0.044715 among them",
+    ("mobilenetv3", BACKEND_SYNC): _INLINED_NUMBERS + "; equal step-0 losses, the later ones differ "
+                                                      "by 6e-7 and 4e-6 relative (batch norm over 2x2 maps)",
+    ("deberta_v2", BACKEND_SYNC):
+        _INLINED_NUMBERS + "; and its CPU attention scale (x64guard/torch_xla/mixed.py) is a parameter "
+                           "of the backend's program, where openxla under the flag treats it as a number: "
+                           "neither setting of openxla gives the backend's bits (measured)",
+}
+
+
+@pytest.mark.parametrize("model", MODEL_PARAMS)
+def test_x64guard_paths_give_torch_xlas_bits_without_dropout(model: RealModel, suite_reports):
+    runs = suite_reports(model.name)["exact"]
+    compared = []
+    for path, theirs in EXACT_COUNTERPART.items():
+        if not _trained(runs[theirs]):     # torch-xla's own path fails (the GRU under torch.compile)
+            continue
+        assert "counterpart" in runs[path], (path, runs[path].get("error"))
+        differing = runs[path]["counterpart"]["differing"]
+        same = runs[path]["losses"] == runs[theirs]["losses"] and not differing
+        why = KNOWN_BIT_DIFFERENCES.get((model.name, path))
+        if why is None:
+            assert same, (path, theirs, runs[path]["losses"], runs[theirs]["losses"], runs[path]["counterpart"])
+            compared.append(path)
+        else:
+            assert not same, (path, "listed in KNOWN_BIT_DIFFERENCES but gives torch-xla's bits", why)
+            _record(model, f"bits of torch-xla: {path}",
+                    f"no, max diff {runs[path]['counterpart']['max_diff']:.0e} in {len(differing)} tensors")
+    assert compared, "no path was compared"
+    for path in compared:
+        _record(model, f"bits of torch-xla: {path}", "yes")
 
 
 # The backend's steps ended by a plain torch_xla.sync() may hold 64-bit modules, never silently:
