@@ -84,7 +84,8 @@ def _outcome(entry: dict) -> str:
 
 # `make test` (CI) runs these two, whose cases nothing else covers: int64 ids through one_hot
 # and cross_entropy, an nn.LSTM under plain torch.compile. The others are marked `extended`
-# and run by `make test-models` (about 13 minutes of two cores with test_real_models.py: each model trains 11 times);
+# and run by `make test-models` (with test_real_models.py, about 13 minutes of two cores: each
+# model trains 11 times);
 # their mechanisms are covered in `make test` by smaller tests (test_mixed_device.py's
 # DeBERTa-v2, test_outside_work.py's OPT, test_real_models.py).
 IN_MAKE_TEST = frozenset({"recommender_one_hot", "lstm_tagger"})
@@ -153,15 +154,17 @@ def test_x64guard_paths_equal_eager_without_dropout(model: RealModel, suite_repo
 # x64guard narrows integers only: without dropout (no random numbers), each of its paths does
 # torch-xla's own float work, so where the XLA program is torch-xla's it gives torch-xla's bits,
 # losses and every updated parameter, a sharper oracle than eager's tolerance. (model, path) ->
-# why that path's float work is another XLA program than its counterpart's. Strict both ways: a listed pair that
-# gives torch-xla's bits fails too, so the entry goes with the change that removed the cause.
+# why that path's float work is another XLA program than its counterpart's. Strict both ways:
+# a listed pair that gives torch-xla's bits fails too, so the entry goes with the change that
+# removed the cause.
 #
 # The backend's programs hold the Python numbers of the model's ops as constants
 # (`_private.inline_scalars`, so that the pass sees and checks integer scalars), where openxla
 # passes them as device-data parameters, and XLA may simplify arithmetic on constants (a toy
-# attention's `k / 9.7979...` differs from the same division by a parameter by 6e-8, measured). openxla run under the same
-# flag gives the backend's bits exactly for ALBERT and MobileNetV3 (measured 2026-12-06); the
-# lazy loops do not inline and give the plain lazy loop's bits on every model.
+# attention's `k / 9.7979...` differs from the same division by a parameter by 6e-8, measured).
+# openxla run under the same flag gives the backend's bits exactly for ALBERT and MobileNetV3
+# (measured 2026-12-06); the lazy loops do not inline and give the plain lazy loop's bits on
+# every model.
 _INLINED_NUMBERS = "the backend's Python numbers are XLA constants (openxla's are parameters)"
 KNOWN_BIT_DIFFERENCES: dict[tuple[str, str], str] = {
     ("lstm_tagger", BACKEND_SYNC):
@@ -180,7 +183,7 @@ KNOWN_BIT_DIFFERENCES: dict[tuple[str, str], str] = {
 @pytest.mark.parametrize("model", MODEL_PARAMS)
 def test_x64guard_paths_give_torch_xlas_bits_without_dropout(model: RealModel, suite_reports):
     runs = suite_reports(model.name)["exact"]
-    compared = []
+    compared = 0
     for path, theirs in EXACT_COUNTERPART.items():
         if not _trained(runs[theirs]):     # torch-xla's own path fails (the GRU under torch.compile)
             continue
@@ -190,14 +193,13 @@ def test_x64guard_paths_give_torch_xlas_bits_without_dropout(model: RealModel, s
         why = KNOWN_BIT_DIFFERENCES.get((model.name, path))
         if why is None:
             assert same, (path, theirs, runs[path]["losses"], runs[theirs]["losses"], runs[path]["counterpart"])
-            compared.append(path)
+            compared += 1
+            _record(model, f"bits of torch-xla: {path}", "yes")
         else:
             assert not same, (path, "listed in KNOWN_BIT_DIFFERENCES but gives torch-xla's bits", why)
             _record(model, f"bits of torch-xla: {path}",
                     f"no, max diff {runs[path]['counterpart']['max_diff']:.0e} in {len(differing)} tensors")
     assert compared, "no path was compared"
-    for path in compared:
-        _record(model, f"bits of torch-xla: {path}", "yes")
 
 
 # The backend's steps ended by a plain torch_xla.sync() may hold 64-bit modules, never silently:
