@@ -13,7 +13,7 @@ from torch import nn
 
 import x64guard
 import x64guard.torch_xla as xt
-from x64guard.torch_xla import _private as xc
+from x64guard.torch_xla import metrics as xla_metrics
 from tests.torch_xla.common import DEVICE, HLO_WIDE, assert_matches, compiled, last_graph, quietly
 from tests.torch_xla.models import MLP64, EmbeddingArgmax
 
@@ -70,14 +70,14 @@ def test_repeat_calls_neither_trace_nor_compile():
     fn = compiled(model)
     x = torch.randn(5, 8, dtype=torch.float64)
     quietly(fn, x.to(DEVICE))
-    before, compiles = xt.counters(), xc.compile_count()
+    before, compiles = xt.counters(), xla_metrics.compile_count()
     for seed in range(5):
         x = torch.randn(5, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
         assert_matches(model(x), fn(x.to(DEVICE)))
     after = xt.counters()
     assert after["traces"] == before["traces"] and after["programs"] == before["programs"]
     assert after["calls"] == before["calls"] + 5
-    assert xc.compile_count() == compiles     # torch-xla compiled nothing more
+    assert xla_metrics.compile_count() == compiles     # torch-xla compiled nothing more
     # The parameters were cast once; only the fresh float64 input is cast on each call.
     assert after["boundary_casts"] == before["boundary_casts"] + 5
 

@@ -25,7 +25,7 @@ from torch import nn
 
 import x64guard
 import x64guard.torch_xla as xt
-from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla import metrics as xla_metrics
 from tests.torch_xla.common import run_python, wide_values_beside_rng_state
 from tests.torch_xla.models import EmbeddingArgmax
 
@@ -282,15 +282,54 @@ def test_mid_step_reads_of_tensors_to_device_did_not_make_warn_once():
     assert host == eager_host and dtype == torch.int64
 
 
+def train_with_torch_xla(steps: int = 2) -> None:
+    """The same model and batch trained by torch-xla's own lazy loop (`.to(device)`,
+    `torch_xla.sync()`): its graphs, mid-step reads included, go into torch-xla's cache."""
+    import torch_xla
+
+    torch.manual_seed(0)
+    device = torch_xla.device()
+    model = Masked().to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    batch = {k: v.to(device) for k, v in BATCH.items()}
+    for _ in range(steps):
+        loss, _ = model(**batch)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        torch_xla.sync()
+
+
+def test_mid_step_reads_of_graphs_torch_xla_compiled_earlier_warn_once(monkeypatch):
+    """The reads' graphs were compiled by a plain torch-xla loop earlier in the process:
+    torch-xla runs them from its cache (no new compile), and the first sync says so, once
+    (measured before: 12 such runs over three steps, no warning)."""
+    from x64guard.torch_xla import outside
+
+    train_with_torch_xla()
+    settle()                                      # the plain loop's own compiles: counted, not this test's
+    monkeypatch.setattr(outside.RECORD, "lazy_reads_said", False)
+    compiles, cached = xla_metrics.compile_count(), xla_metrics.cached_run_count()
+    _, _, _, found = train_lazily(use_step=False, guarded=False)
+    assert xla_metrics.cached_run_count() - cached >= 12 and xla_metrics.compile_count() - compiles <= 1
+    assert len(found) == 1, found
+    assert "torch-xla ran 4 graph(s) of its own" in found[0] and "from its compile cache" in found[0]
+    assert "x64guard.torch_xla.step()" in found[0]
+    _, _, _, again = train_lazily(use_step=False, guarded=False)
+    assert again == []                            # said once in the process, not at every sync
+    _, _, _, narrowed = train_lazily(use_step=True, guarded=False)
+    assert narrowed == []                         # step(): the reads run narrowed, nothing of torch-xla's
+
+
 def test_mid_step_reads_of_to_device_batches_run_narrowed_without_step():
     """The drop-in loop, no step(): the batch from to_device is int64 GuardedTensors, and
     every read of a pending tensor computed from them (`if padding.max() > 0:`, `int(...)`,
     `.cpu()`, `nonzero()`) runs narrowed; torch-xla compiles nothing itself."""
     settle()
-    compiles, own = _xc.compile_count(), _xc.own_compile_count()
+    compiles, own = xla_metrics.compile_count(), xla_metrics.own_compile_count()
     losses, host, dtype, found = train_lazily(use_step=False)
     assert not found
-    assert _xc.compile_count() - compiles == _xc.own_compile_count() - own
+    assert xla_metrics.compile_count() - compiles == xla_metrics.own_compile_count() - own
     eager_losses, eager_host = train_eagerly()
     assert losses == pytest.approx(eager_losses, rel=1e-5)
     assert host == eager_host and dtype == torch.int64
@@ -336,10 +375,10 @@ def test_the_backend_recipe_with_a_32bit_backward_seed_does_not_warn():
 
 def test_mid_step_reads_inside_step_run_narrowed():
     settle()
-    compiles, own = _xc.compile_count(), _xc.own_compile_count()
+    compiles, own = xla_metrics.compile_count(), xla_metrics.own_compile_count()
     losses, host, dtype, found = train_lazily(use_step=True)
     assert not found
-    assert _xc.compile_count() - compiles == _xc.own_compile_count() - own   # torch-xla compiled nothing itself
+    assert xla_metrics.compile_count() - compiles == xla_metrics.own_compile_count() - own   # torch-xla compiled nothing itself
     eager_losses, eager_host = train_eagerly()
     assert losses == pytest.approx(eager_losses, rel=1e-5)
     assert host == eager_host and dtype == torch.int64          # the read keeps PyTorch's dtype

@@ -13,6 +13,7 @@ import x64guard
 import x64guard.torch_xla as xt
 from x64guard.torch_xla.boundary import narrow_alias
 from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla import metrics as xla_metrics
 from x64guard.torch_xla.reads import GuardedTensor
 
 
@@ -50,9 +51,9 @@ def test_reads_of_pending_guarded_tensors_run_narrowed(read):
     read_of = {"bool": lambda t: bool((t > 10).any()), "item": lambda t: t.sum().item(),
                "int": lambda t: int(t.max()), "tolist": lambda t: (t * 3 + 1).tolist(),
                "cpu": lambda t: (t % 7).cpu().tolist(), "nonzero": lambda t: (t > 10).nonzero().cpu().tolist()}[read]
-    compiles, own = _xc.compile_count(), _xc.own_compile_count()
+    compiles, own = xla_metrics.compile_count(), xla_metrics.own_compile_count()
     value = read_of(ids * 1 + 0)       # pending: computed from the ids
-    assert _xc.compile_count() - compiles == _xc.own_compile_count() - own
+    assert xla_metrics.compile_count() - compiles == xla_metrics.own_compile_count() - own
     assert value == read_of(cpu_ids)
 
 
@@ -176,10 +177,10 @@ def test_a_sync_without_arguments_keeps_each_tensors_dtype():
     assert positions.dtype == torch.int64 and type(positions) is GuardedTensor
     assert narrow_alias(positions).dtype == torch.int32
     assert scale.dtype == torch.float32 and not _xc.needs_materialization([scale])[0]
-    compiles, own = _xc.compile_count(), _xc.own_compile_count()
+    compiles, own = xla_metrics.compile_count(), xla_metrics.own_compile_count()
     assert positions.cpu().tolist() == [[17, 28, 29], [23, 40, 19]] and positions.cpu().dtype == torch.int64
     assert positions.sum().item() == 156
-    assert _xc.compile_count() - compiles == _xc.own_compile_count() - own
+    assert xla_metrics.compile_count() - compiles == xla_metrics.own_compile_count() - own
 
 
 def test_ids_moved_before_a_dynamo_reset_reach_the_backend_as_int64():

@@ -14,7 +14,7 @@ from torch import nn
 
 import x64guard
 import x64guard.torch_xla as xt
-from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla import metrics as xla_metrics
 
 pytestmark = pytest.mark.torch
 
@@ -89,7 +89,7 @@ def test_ops_torch_xla_cannot_lower_train_narrowed_and_equal_eager(name):
     torch._dynamo.reset()
     compiled = torch.compile(model, backend="x64guard")
     inputs = xt.to_device(list(args))
-    theirs = _xc.compile_count() - _xc.own_compile_count()
+    theirs = xla_metrics.compile_count() - xla_metrics.own_compile_count()
     with torch.no_grad():
         inference = compiled(*inputs)
     loss = compiled(*inputs)
@@ -101,7 +101,7 @@ def test_ops_torch_xla_cannot_lower_train_narrowed_and_equal_eager(name):
     for (path, p), q in zip(model.named_parameters(), cpu.parameters()):
         torch.testing.assert_close(p.grad.cpu(), q.grad, rtol=1e-4, atol=1e-5, msg=path)
     # no graph torch-xla compiled on its own (its CPU fallback computes the inputs at full width first)
-    assert _xc.compile_count() - _xc.own_compile_count() == theirs
+    assert xla_metrics.compile_count() - xla_metrics.own_compile_count() == theirs
 
 
 def test_an_op_nothing_lowers_is_refused_at_its_line_before_anything_runs():
@@ -110,8 +110,8 @@ def test_an_op_nothing_lowers_is_refused_at_its_line_before_anything_runs():
 
     torch._dynamo.reset()
     ids = xt.to_device(torch.tensor([1, 2, 3]))
-    theirs = _xc.compile_count() - _xc.own_compile_count()
-    fallbacks = _xc.fallback_counts()
+    theirs = xla_metrics.compile_count() - xla_metrics.own_compile_count()
+    fallbacks = xla_metrics.fallback_counts()
     try:
         torch.compile(f, backend="x64guard")(ids)
     except x64guard.X64GuardError as error:
@@ -121,5 +121,5 @@ def test_an_op_nothing_lowers_is_refused_at_its_line_before_anything_runs():
     gc.collect()     # the exception's frames held the trace's pending tensors: later syncs must not find them
     assert "aten::i0" in message and "no XLA lowering" in message
     assert f"{__file__}:{f.__code__.co_firstlineno + 1}" in message
-    assert _xc.fallback_counts() == fallbacks
-    assert _xc.compile_count() - _xc.own_compile_count() == theirs
+    assert xla_metrics.fallback_counts() == fallbacks
+    assert xla_metrics.compile_count() - xla_metrics.own_compile_count() == theirs

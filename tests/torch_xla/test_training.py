@@ -17,7 +17,7 @@ import x64guard
 import x64guard.torch_xla as xt
 from x64guard.torch_xla.boundary import narrow_alias
 from x64guard.torch_xla.lazy import LAZY_PROGRAMS
-from x64guard.torch_xla import _private as xc
+from x64guard.torch_xla import metrics as xla_metrics
 from tests.torch_xla.common import HLO_WIDE, quietly
 
 VOCAB, LENGTH = 64, 12
@@ -223,10 +223,10 @@ def test_recompiled_graph_reuses_the_programs_of_the_first():
     reference_optimizer = torch.optim.SGD(reference.parameters(), lr=0.5)
     for step in range(3):
         tokens = _tokens(20 + step)
-        before, compiles = xt.counters(), xc.compile_count()
+        before, compiles = xt.counters(), xla_metrics.compile_count()
         loss, greedy = quietly(compiled, xt.to_device(tokens))
         loss.backward()
-        after, compiled_now = xt.counters(), xc.compile_count() - compiles
+        after, compiled_now = xt.counters(), xla_metrics.compile_count() - compiles
         if step == 1:   # dynamo recompiled: forward and backward traced again, and compiled no more
             assert after["traces"] - before["traces"] == 2
             assert after["programs"] == before["programs"]

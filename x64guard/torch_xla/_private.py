@@ -14,6 +14,8 @@ import re
 import weakref
 from typing import Iterator, Sequence
 
+from x64guard.torch_xla.metrics import own_compiles
+
 # seen in torch-xla 2.9.0: torch_xla._XLAC, the C++ bindings every call below goes through
 def _xlac():
     import torch_xla
@@ -258,22 +260,6 @@ def graph_hash(tensors: Sequence) -> bytes:
     return _xlac()._get_graph_hash(list(tensors))
 
 
-_OWN_COMPILES = [0]   # compiles x64guard asked torch-xla for (warm_up): the rest are torch-xla's own
-
-
-# seen in torch 2.9.0 / torch-xla 2.9.0 (only through the calls of this module it uses)
-@contextlib.contextmanager
-def own_compiles() -> Iterator[None]:
-    """Count torch-xla's compiles in this block as x64guard's: its warm-ups, and the small
-    eager graphs of its own checks (the stacked range bounds read back), so that the lazy
-    loop's `lazy-read` warning counts only the user's unnarrowed graphs."""
-    before = compile_count()
-    try:
-        yield
-    finally:
-        _OWN_COMPILES[0] += compile_count() - before
-
-
 # seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._xla_warm_up_cache
 def warm_up(tensors: Sequence) -> None:
     """Compile the graph rooted at `tensors` into torch-xla's computation cache."""
@@ -281,52 +267,10 @@ def warm_up(tensors: Sequence) -> None:
         _xlac()._xla_warm_up_cache(list(tensors), [])
 
 
-# seen in torch 2.9.0 / torch-xla 2.9.0 (only through the calls of this module it uses)
-def own_compile_count() -> int:
-    """How many of torch-xla's compiles (`compile_count`) x64guard caused (`own_compiles`)."""
-    return _OWN_COMPILES[0]
-
-
 # seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._run_cached_graph
 def run_cached(graph: bytes, inputs: Sequence) -> list:
     """Run a graph `warm_up` compiled, inputs in parameter order, as torch-xla's dynamo backend does."""
     return list(_xlac()._run_cached_graph(graph, list(inputs)))
-
-
-# ----------------------------------------------------------------------------- metrics
-
-# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla.core.xla_model.wait_device_ops
-def wait_device_ops() -> None:
-    """Block until torch-xla's dispatched executions finish (they count in ExecuteTime then)."""
-    import torch_xla.core.xla_model as xm
-
-    xm.wait_device_ops()
-
-
-# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla.debug.metrics.metric_data
-def execution_count() -> int:
-    """How many graphs torch-xla has executed so far (its ExecuteTime metric)."""
-    import torch_xla.debug.metrics as metrics
-
-    data = metrics.metric_data("ExecuteTime")
-    return int(data[0]) if data else 0
-
-
-# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla.debug.metrics.counter_value, torch_xla.debug.metrics.counter_names
-def fallback_counts() -> dict[str, int]:
-    """torch-xla's per-op counters of aten ops it ran on the CPU (no lowering)."""
-    import torch_xla.debug.metrics as metrics
-
-    return {name: int(metrics.counter_value(name) or 0) for name in metrics.counter_names()
-            if name.startswith("aten::")}
-
-
-# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla.debug.metrics.counter_value
-def compile_count() -> int:
-    """How many graphs torch-xla has compiled so far (its UncachedCompile counter)."""
-    import torch_xla.debug.metrics as metrics
-
-    return int(metrics.counter_value("UncachedCompile") or 0)
 
 
 # ----------------------------------------------------------------------------- export

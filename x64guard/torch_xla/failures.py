@@ -9,7 +9,7 @@ from typing import Iterator
 
 from x64guard.errors import X64GuardError
 from x64guard.findings import Finding, Kind, Severity
-from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla import metrics as xla_metrics
 
 
 class TorchXlaFailure(RuntimeError):
@@ -74,22 +74,23 @@ class TraceWatch:
     def __enter__(self):
         # Executions dispatched before the trace (earlier calls) finish asynchronously and
         # count when they finish: wait for them, so that the count moves only for the trace.
-        _xc.wait_device_ops()
-        self._executions = _xc.execution_count()
-        self._fallbacks = _xc.fallback_counts()
+        xla_metrics.wait_device_ops()
+        self._executions = xla_metrics.execution_count()
+        self._fallbacks = xla_metrics.fallback_counts()
         return self
 
     def __exit__(self, kind, value, traceback) -> None:
         if kind is not None:
             return
-        fallbacks = sorted(name for name, n in _xc.fallback_counts().items() if n > self._fallbacks.get(name, 0))
+        fallbacks = sorted(name for name, n in xla_metrics.fallback_counts().items()
+                           if n > self._fallbacks.get(name, 0))
         if fallbacks:
             raise refusal(Kind.TORCH_XLA_FALLBACK, fallbacks[0],
                           f"torch-xla has no XLA lowering for {', '.join(fallbacks)}: it runs on the CPU while the "
                           "graph is traced, and its result would be frozen into the program. Move that op out of "
                           "the compiled function")
-        _xc.wait_device_ops()
-        if _xc.execution_count() != self._executions:
+        xla_metrics.wait_device_ops()
+        if xla_metrics.execution_count() != self._executions:
             raise refusal(Kind.TORCH_XLA_EXECUTION, "graph", "tracing the graph executed part of it on the device "
                           "(a value was read while tracing); its result would be frozen into the program. Move "
                           "data-dependent code out of the compiled function")

@@ -20,8 +20,9 @@ Two paths leave work to torch-xla itself, which compiles it at full width:
   itself, before `x64guard.torch_xla.sync` sees it. Reads of tensors computed from
   `to_device`'s int64 tensors, and every read inside `x64guard.torch_xla.step()`, run
   narrowed instead (reads.py). Others reach torch-xla: `sync` compares torch-xla's compile
-  counter with the compiles x64guard asked for (`_private.own_compile_count`): one
-  `lazy-read` warning per sync that follows compiles of torch-xla's own.
+  counter with the compiles x64guard asked for (`metrics.own_compile_count`): one
+  `lazy-read` warning per sync that follows compiles of torch-xla's own, and one in the
+  process for its runs of graphs it had compiled before (its cached-compile counter).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any, NamedTuple, Sequence
 import torch
 
 from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla import metrics as xla_metrics
 from x64guard.torch_xla import reads as _reads
 from x64guard.torch_xla.base import excluded_source_dirs
 from x64guard import user_place
@@ -62,6 +64,8 @@ class OutsideRecord:
         self.graphs = 0                      # graphs dynamo gave the backend (backend() calls)
         self.graph_calls = 0                 # calls of the backend's compiled graphs
         self.theirs: int | None = None       # torch-xla's own compiles at the last sync (None: no baseline yet)
+        self.theirs_cached = 0               # ... and its own runs of graphs from its compile cache
+        self.lazy_reads_said = False         # a lazy-read warning was issued in this process
         self.calls_at_sync = 0               # graph_calls at the last sync
         # graph hash -> no 64-bit type, of the pending inputs materialize_inputs computed
         self.input_graphs: "collections.OrderedDict[bytes, bool]" = collections.OrderedDict()
@@ -207,8 +211,14 @@ def _warn(finding: Finding) -> None:
 def start_lazy_count() -> None:
     """The baseline: torch-xla's own compiles before x64guard.torch_xla's first use are
     not the lazy loop's."""
-    RECORD.theirs = _xc.compile_count() - _xc.own_compile_count()
+    RECORD.theirs, RECORD.theirs_cached = _theirs()
     RECORD.calls_at_sync = RECORD.graph_calls
+
+
+def _theirs() -> tuple[int, int]:
+    """torch-xla's compiles, and runs of graphs from its compile cache, that x64guard did not cause."""
+    return (xla_metrics.compile_count() - xla_metrics.own_compile_count(),
+            xla_metrics.cached_run_count() - xla_metrics.own_compile_count(cached=True))
 
 
 # Why torch-xla compiled graphs of its own, and what to do, per path: a step that ran
@@ -230,17 +240,28 @@ _LAZY_READ_ADVICE = {
 def check_lazy_reads() -> None:
     """At a sync: warn once when torch-xla compiled graphs of its own (not asked for by
     x64guard) since the previous sync: a mid-step read, code dynamo left between the
-    backend's graphs, or torch_xla.sync() itself ran them at full width."""
+    backend's graphs, or torch_xla.sync() itself ran them at full width. Graphs it ran from
+    its compile cache (compiled before x64guard's loop began: an earlier plain torch-xla
+    loop's) are said once per process, at the first sync that sees them, unless a
+    lazy-read was said before: later runs of one graph are not news, and torch-xla names no
+    graph it runs, so x64guard cannot tell a cached graph it reported from one it did not."""
     if RECORD.theirs is None:    # x64guard's first use: nothing before it is the lazy loop's
         start_lazy_count()
-    theirs = _xc.compile_count() - _xc.own_compile_count()
-    new, RECORD.theirs = theirs - (theirs if RECORD.theirs is None else RECORD.theirs), theirs
+    theirs, theirs_cached = _theirs()
+    new, new_cached = theirs - RECORD.theirs, theirs_cached - RECORD.theirs_cached
+    RECORD.theirs, RECORD.theirs_cached = theirs, theirs_cached
     backend_calls, RECORD.calls_at_sync = RECORD.graph_calls - RECORD.calls_at_sync, RECORD.graph_calls
-    if new <= 0:
+    if new > 0:
+        what = f"torch-xla compiled {new} graph(s) of its own since the previous x64guard.torch_xla.sync"
+    elif new_cached > 0 and not RECORD.lazy_reads_said:
+        what = (f"torch-xla ran {new_cached} graph(s) of its own since the previous x64guard.torch_xla.sync, "
+                "from its compile cache (compiled before x64guard's loop began, such as an earlier torch-xla loop's; "
+                "said once, not at every sync)")
+    else:
         return
+    RECORD.lazy_reads_said = True
     advice = _LAZY_READ_ADVICE["backend" if backend_calls > 0 else "lazy"]
-    message = (f"torch-xla compiled {new} graph(s) of its own since the previous x64guard.torch_xla.sync; they "
-               f"ran at full width, unnarrowed (64-bit types stay 64-bit there). {advice}")
+    message = f"{what}; they ran at full width, unnarrowed (64-bit types stay 64-bit there). {advice}"
     _warn(Finding(Kind.LAZY_READ, Severity.WARNING, "sync", "the lazy step", message))
 
 
@@ -258,7 +279,7 @@ def materialize_inputs(tensors: list, device: str) -> None:
         narrow = RECORD.input_graphs[key] = not holds_wide_type(tensors, device)
         while len(RECORD.input_graphs) > 256:
             RECORD.input_graphs.popitem(last=False)
-    with _xc.own_compiles() if narrow else contextlib.nullcontext():
+    with xla_metrics.own_compiles() if narrow else contextlib.nullcontext():
         _xc.materialize(tensors, device)
 
 

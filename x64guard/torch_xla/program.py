@@ -11,6 +11,7 @@ import torch
 from x64guard.errors import X64GuardError
 from x64guard.findings import Finding, Kind, Severity
 from x64guard.torch_xla import _private as _xc
+from x64guard.torch_xla import metrics as xla_metrics
 from x64guard.torch_xla import outside as _outside
 from x64guard.torch_xla import share as _share
 from x64guard.torch_xla.base import COUNTERS
@@ -157,7 +158,7 @@ def _raise_on_overflow(checks: OverflowChecks, flags: torch.Tensor) -> None:
     """Raise, before any result is returned, when a checked int64 op of the program left
     int32's range on this call (eager PyTorch would have computed it at int64)."""
     COUNTERS["overflow_reads"] += 1
-    with _xc.own_compiles():
+    with xla_metrics.own_compiles():
         hit = flags.cpu().reshape(-1).tolist()
     if not any(hit):
         return
