@@ -6,7 +6,9 @@ one child process that XLA dumps into (`XLA_FLAGS=--xla_dump_to=DIR --xla_dump_h
   gained while it ran) and the 64-bit values in them beyond the random-number state;
 * with dropout off, three steps of eager PyTorch (CPU, float32) and of each path of
   EXACT_PATHS (x64guard's): the losses and the largest difference of the updated parameters
-  and buffers, and the modules dumped as above.
+  and buffers, and the modules dumped as above; then torch-xla's own paths (openxla, the plain
+  lazy loop, and openxla under the backend's tracing flag), each x64guard path's bits compared
+  with its counterparts', by name.
 
 Printed as one JSON line, `REPORT {...}`: tests/torch_xla/test_model_suite.py asserts on it.
 Run as `python -m tests.torch_xla.suite_child NAME DUMP_DIR` with PJRT_DEVICE=CPU.
@@ -30,13 +32,14 @@ import torch_xla
 
 import x64guard
 import x64guard.torch_xla as xt
+from x64guard.torch_xla import _private as _xc
 from tests.torch_xla.common import wide_values_beside_rng_state
 from tests.torch_xla.real_models import SUITE_BY_NAME, RealModel, loss_of
 
-BACKEND, BACKEND_SYNC, LAZY_ALL, LAZY_NAMED, LAZY_NO_STEP, OPENXLA, LAZY_PLAIN = (
+BACKEND, BACKEND_SYNC, LAZY_ALL, LAZY_NAMED, LAZY_NO_STEP, OPENXLA, LAZY_PLAIN, OPENXLA_INLINED = (
     "x64guard backend, torch_xla.sync()", "x64guard backend, x64guard sync()", "x64guard lazy, step() + sync()",
     "x64guard lazy, step() + sync(model, optimizer, loss)", "x64guard lazy, sync() without step()",
-    "openxla, torch_xla.sync()", "lazy, torch_xla.sync()")
+    "openxla, torch_xla.sync()", "lazy, torch_xla.sync()", "openxla, Python numbers inlined, torch_xla.sync()")
 # The lazy loops run each step inside x64guard.torch_xla.step(), which narrows mid-step reads
 # (Hugging Face's `padding_mask.all()`); LAZY_NO_STEP is the bare drop-in for torch_xla.sync(),
 # without step(): its reads are of tensors computed from to_device's int64 GuardedTensors,
@@ -56,7 +59,11 @@ EXACT_PATHS = [BACKEND_SYNC, LAZY_ALL, LAZY_NAMED]
 # no Python number inlined as a constant, the backend's tracing) its paths give torch-xla's bits,
 # a sharper oracle than eager's tolerance (test_model_suite.py, KNOWN_BIT_DIFFERENCES).
 EXACT_COUNTERPART = {BACKEND_SYNC: OPENXLA, LAZY_ALL: LAZY_PLAIN, LAZY_NAMED: LAZY_PLAIN}
-EXACT_COUNTERPARTS = list(dict.fromkeys(EXACT_COUNTERPART.values()))   # openxla, then the plain lazy loop
+# The backend traces with Python numbers as XLA constants (`_private.inline_scalars`), openxla
+# with them as parameters: openxla run under the same torch-xla flag is the backend's second
+# counterpart, for the models where that is the only difference (test_model_suite.py).
+INLINED_COUNTERPART = {BACKEND_SYNC: OPENXLA_INLINED}
+EXACT_COUNTERPARTS = [*dict.fromkeys(EXACT_COUNTERPART.values()), OPENXLA_INLINED]
 STEPS, LR, DROPOUT = 3, 0.05, 0.1
 
 
@@ -93,14 +100,18 @@ def _end_step(path: str, model: torch.nn.Module, optimizer, loss) -> None:
 def train(path: str, module: torch.nn.Module, batch: dict) -> tuple[list[float], torch.nn.Module]:
     torch._dynamo.reset()
     model, batch = _placed(path, module, batch)
-    backend = {BACKEND: "x64guard", BACKEND_SYNC: "x64guard", OPENXLA: "openxla"}.get(path)
+    backend = {BACKEND: "x64guard", BACKEND_SYNC: "x64guard", OPENXLA: "openxla",
+               OPENXLA_INLINED: "openxla"}.get(path)
     fn = torch.compile(model, backend=backend) if backend else model
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     losses = []
     for _ in range(STEPS):
         with xt.step() if path in LAZY_PATHS else contextlib.nullcontext():
-            loss = loss_of(SPEC, fn(**batch))
-            loss.backward()
+            # the flag while the graphs are traced and run, as the backend sets it for its traces;
+            # not over the optimizer's lazy step, which x64guard's sync runs without it
+            with _xc.inline_scalars() if path == OPENXLA_INLINED else contextlib.nullcontext():
+                loss = loss_of(SPEC, fn(**batch))
+                loss.backward()
             optimizer.step()
             optimizer.zero_grad()
         _end_step(path, model, optimizer, loss)
@@ -237,9 +248,10 @@ def main(name: str, dump_dir: str) -> dict:
                 entry.update(_differences(model, reference))
                 trained[path] = model
         report[kind][path] = entry
-    for path, theirs in EXACT_COUNTERPART.items():
-        if path in trained and theirs in trained:
-            report["exact"][path]["counterpart"] = _bit_differences(trained[path], trained[theirs])
+    for key, counterparts in (("counterpart", EXACT_COUNTERPART), ("inlined_counterpart", INLINED_COUNTERPART)):
+        for path, theirs in counterparts.items():
+            if path in trained and theirs in trained:
+                report["exact"][path][key] = _bit_differences(trained[path], trained[theirs])
     return report
 
 
