@@ -188,19 +188,25 @@ def test_x64guard_paths_give_torch_xlas_bits_without_dropout(model: RealModel, s
     for path, theirs in EXACT_COUNTERPART.items():
         if not _trained(runs[theirs]):     # torch-xla's own path fails (the GRU under torch.compile)
             continue
-        assert "counterpart" in runs[path], (path, runs[path].get("error"))
-        differing = runs[path]["counterpart"]["differing"]
-        same = runs[path]["losses"] == runs[theirs]["losses"] and not differing
-        why = KNOWN_BIT_DIFFERENCES.get((model.name, path))
-        if why is None:
-            assert same, (path, theirs, runs[path]["losses"], runs[theirs]["losses"], runs[path]["counterpart"])
-            compared += 1
-            _record(model, f"bits of torch-xla: {path}", "yes")
-        else:
-            assert not same, (path, "listed in KNOWN_BIT_DIFFERENCES but gives torch-xla's bits", why)
-            _record(model, f"bits of torch-xla: {path}",
-                    f"no, max diff {runs[path]['counterpart']['max_diff']:.0e} in {len(differing)} tensors")
+        compared += _same_bits(model, runs, path, theirs, "counterpart", KNOWN_BIT_DIFFERENCES.get((model.name, path)),
+                               f"bits of torch-xla: {path}")
     assert compared, "no path was compared"
+
+
+def _same_bits(model: RealModel, runs: dict, path: str, theirs: str, key: str, why: "str | None", column: str) -> bool:
+    """`path`'s losses and updated tensors against `theirs` (the child's `key` comparison),
+    strict both ways: the same bits where `why` is None, else not. Whether they were compared
+    as equal."""
+    assert key in runs[path], (path, runs[path].get("error"))
+    differing = runs[path][key]["differing"]
+    same = runs[path]["losses"] == runs[theirs]["losses"] and not differing
+    if why is None:
+        assert same, (path, theirs, runs[path]["losses"], runs[theirs]["losses"], runs[path][key])
+        _record(model, column, "yes")
+        return True
+    assert not same, (path, theirs, "listed as differing, but gives its bits", why)
+    _record(model, column, f"no, max diff {runs[path][key]['max_diff']:.0e} in {len(differing)} tensors")
+    return False
 
 
 # The backend beside openxla run under the backend's own tracing flag (Python numbers as XLA
@@ -222,17 +228,8 @@ def test_the_backend_gives_openxlas_bits_under_its_tracing_flag(model: RealModel
         assert not _trained(runs[EXACT_COUNTERPART[path]]), (theirs, runs[theirs].get("error"))
         _record(model, "bits of openxla under the backend's flag", "openxla fails")
         return
-    assert "inlined_counterpart" in runs[path], (path, runs[path].get("error"))
-    differing = runs[path]["inlined_counterpart"]["differing"]
-    same = runs[path]["losses"] == runs[theirs]["losses"] and not differing
-    why = INLINED_BIT_DIFFERENCES.get(model.name)
-    if why is None:
-        assert same, (path, theirs, runs[path]["losses"], runs[theirs]["losses"], runs[path]["inlined_counterpart"])
-        _record(model, "bits of openxla under the backend's flag", "yes")
-    else:
-        assert not same, (model.name, "listed in INLINED_BIT_DIFFERENCES but gives those bits", why)
-        _record(model, "bits of openxla under the backend's flag",
-                f"no, max diff {runs[path]['inlined_counterpart']['max_diff']:.0e} in {len(differing)} tensors")
+    _same_bits(model, runs, path, theirs, "inlined_counterpart", INLINED_BIT_DIFFERENCES.get(model.name),
+               "bits of openxla under the backend's flag")
 
 
 # The backend's steps ended by a plain torch_xla.sync() may hold 64-bit modules, never silently:
