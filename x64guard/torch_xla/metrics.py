@@ -32,8 +32,7 @@ def fallback_counts() -> dict[str, int]:
     """torch-xla's per-op counters of aten ops it ran on the CPU (no lowering)."""
     import torch_xla.debug.metrics as metrics
 
-    return {name: int(metrics.counter_value(name) or 0) for name in metrics.counter_names()
-            if name.startswith("aten::")}
+    return {name: counter(name) for name in metrics.counter_names() if name.startswith("aten::")}
 
 
 # seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla.debug.metrics.counter_value
