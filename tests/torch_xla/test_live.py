@@ -156,3 +156,29 @@ def test_guarded_torch_function_is_restored_and_plain_tensors_untouched():
     untouched = torch.ones(3).to(xt.xla_device()) * 2
     xt.sync()
     assert type(untouched) is torch.Tensor
+
+
+# the heap scan that finds them reads no object's `__class__` (torch.distributed's deprecated
+# `reduce_op` warned from there, at x64guard's line)
+@pytest.mark.filterwarnings("error::FutureWarning")
+def test_a_sync_without_arguments_names_the_64bit_parameters_it_refuses():
+    """The names a sync without arguments gives what it found (formatted only for a message)
+    reach the refusal of a float64 model moved by torch-xla, not by to_device (found by a
+    heap scan); the step's tensors stay pending, and the next such sync leaves them alone."""
+    d = xt.xla_device()
+    linear = torch.nn.Linear(3, 2).double().to(d)
+    optimizer = torch.optim.SGD(linear.parameters(), lr=0.1)
+    linear(torch.ones(4, 3, dtype=torch.float64).to(d)).sum().backward()
+    optimizer.step()
+    with pytest.raises(x64guard.X64GuardError) as info:
+        xt.sync()
+    message = str(info.value)
+    assert "a parameter float64[2, 3] (torch.float64)" in message and "a parameter float64[2] (torch.float64)" in message
+    assert info.value.findings[0].kind == "sync-64bit-tensor"
+    assert all(_xc.needs_materialization(list(linear.parameters())))
+    xt.sync()                              # refused before: left as torch-xla left them
+    assert linear.weight.dtype == torch.float64
+    import torch_xla
+
+    torch_xla.sync()                       # torch-xla computes them, at float64, as it would have
+    assert not any(_xc.needs_materialization(list(linear.parameters())))

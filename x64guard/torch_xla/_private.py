@@ -214,7 +214,7 @@ def takes_device_data(tensor) -> bool:
     import torch
 
     # one empty host-made tensor per dtype and device: made on the device, it would be pending IR
-    key = (tensor.dtype, str(tensor.device))
+    key = (tensor.dtype, tensor.device)
     plain = _EMPTY_PLAIN.get(key)
     if plain is None:
         plain = _EMPTY_PLAIN.setdefault(key, torch.empty(0, dtype=tensor.dtype).to(tensor.device))

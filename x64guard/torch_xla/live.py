@@ -38,7 +38,7 @@ _MADE_PRUNE_AT = 4096   # made entries before dead ones are dropped between sync
 class SyncTarget(NamedTuple):
     """A tensor a sync computes and replaces with its narrowed result."""
 
-    path: str              # a name for messages
+    path: "str | LiveName"  # a name for messages
     tensor: torch.Tensor
     is_state: bool         # a parameter, gradient, buffer or optimizer state (must already be 32-bit)
 
@@ -83,11 +83,12 @@ class LiveTensors:
                 self._prune_made()
 
     def _prune_made(self) -> list[torch.Tensor]:
-        """The live made tensors, in order; the dead ones' entries dropped. Caller holds the lock."""
-        live = {key: (ref, ref()) for key, ref in self.made.items()}
-        self.made = {key: ref for key, (ref, tensor) in live.items() if tensor is not None}
+        """The live made tensors, in order; the dead ones' entries dropped. Caller holds the lock.
+        (Most of a step's results are dead by its sync: only the live ones are copied.)"""
+        alive = [(key, ref, tensor) for key, ref in self.made.items() if (tensor := ref()) is not None]
+        self.made = {key: ref for key, ref, _ in alive}
         self._made_limit = max(self._made_prune_at, 2 * len(self.made))
-        return [tensor for _, tensor in live.values() if tensor is not None]
+        return [tensor for _, _, tensor in alive]
 
     def candidates(self) -> list[torch.Tensor]:
         """The live tracked tensors, kept first, then made, then the kept leaves' gradients."""
@@ -106,12 +107,15 @@ class LiveTensors:
         pending, and reported with the rest of what stayed pending)."""
         from x64guard.torch_xla.boundary import BOUNDARY, narrow_alias
 
-        aliases = {_xc.data_id(tensor) for tensor in BOUNDARY.id_tensors()}
+        # (every sync without arguments runs this over each tracked tensor: data_id only
+        # where to_device has live ids)
+        data_id = _xc.data_id_function()
+        aliases = {data_id(tensor) for tensor in BOUNDARY.id_tensors()}
         kept = []
         for t in tensors:
             if narrow_alias(t) is not None:
                 continue
-            if _xc.data_id(t) in aliases:
+            if aliases and data_id(t) in aliases:
                 self.alias_copies[_xc.tensor_id(t)] = _xc.TensorRef(t)
                 continue
             kept.append(t)
@@ -120,7 +124,7 @@ class LiveTensors:
         if not kept:
             return []
         flags = _xc.needs_materialization(kept)
-        return [SyncTarget(_live_name(t), t, isinstance(t, torch.nn.Parameter)) for t, pending in zip(kept, flags)
+        return [SyncTarget(LiveName(t), t, isinstance(t, torch.nn.Parameter)) for t, pending in zip(kept, flags)
                 if pending and _xc.takes_device_data(t)]
 
     def note_refused(self, tensors: list[torch.Tensor]) -> None:
@@ -159,9 +163,19 @@ class LiveTensors:
         return {tensor_id: shape for tensor_id, shape in _xc.pending_tensor_report(device) if tensor_id not in known}
 
 
-def _live_name(tensor: torch.Tensor) -> str:
-    kind = "a parameter" if isinstance(tensor, torch.nn.Parameter) else "a tensor"
-    return f"{kind} {str(tensor.dtype).removeprefix('torch.')}{list(tensor.shape)}"
+class LiveName:
+    """A tracked tensor's name for messages ("a parameter float32[64, 64]"), formatted only
+    when a message uses it: a sync without arguments names every tensor it takes, at every
+    step, and almost never says any of them."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.tensor = tensor
+
+    def __str__(self) -> str:
+        kind = "a parameter" if isinstance(self.tensor, torch.nn.Parameter) else "a tensor"
+        return f"{kind} {str(self.tensor.dtype).removeprefix('torch.')}{list(self.tensor.shape)}"
 
 
 def leaf_grad(tensor: torch.Tensor) -> "torch.Tensor | None":
@@ -188,10 +202,12 @@ def scan(young_only: bool, known: set[int]) -> list[torch.Tensor]:
     for generation in ((0, 1) if young_only else (None,)):
         objects = gc.get_objects() if generation is None else gc.get_objects(generation)
         for obj in objects:
-            try:
-                found = isinstance(obj, torch.Tensor) and obj.device.type == "xla" and id(obj) not in known
-            except ReferenceError:  # a weakref.proxy whose referent died: the collector still lists it
+            # by the object's type, not isinstance: isinstance reads `__class__`, which runs
+            # code in proxies (torch.distributed's deprecated `reduce_op` warns, a dead
+            # weakref.proxy raises); a proxied tensor is itself in the heap
+            if not issubclass(type(obj), torch.Tensor):
                 continue
+            found = obj.device.type == "xla" and id(obj) not in known
             if found and id(obj) not in fresh and _xc.is_xla_tensor(obj):   # not a fake tensor dynamo holds
                 fresh[id(obj)] = _xc.owned(obj)
         del objects
