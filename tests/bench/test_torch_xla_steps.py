@@ -22,5 +22,6 @@ def test_falcon_steps_run_and_sides_agree(monkeypatch):
     for key in ("i_backend", "j_lazy", "l_fresh_int64"):
         assert figures[key]["same_losses"] is True, key
         assert figures[key]["ratio"] > 0
+    assert all(figures["k_sync_cpu_ms"][side] > 0 for side in ("x64guard.sync", "torch_xla.sync"))
     lines = bench.report(figures)
     assert [line[:3] for line in lines[1:]] == ["(i)", "(j)", "(k)", "(l)"]
