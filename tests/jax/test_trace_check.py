@@ -220,6 +220,26 @@ def test_no_identity_convert_finding_where_the_traces_convert_alike():
     assert "identity-convert" not in _kinds(lowered)
 
 
+def test_identity_convert_named_for_a_computed_weak_scalar():
+    """`x - jnp.log(2.0)` (distrax's Normal: `log(scale)` of a Python float): the log is a
+    weak-typed scalar, converted to float32 where it meets x. x32 JAX's module keeps that
+    convert (weak float32 made strong); the narrowed one folds it (the pass cannot tell a
+    computed scalar's weak type from the module). The cross-check names the difference,
+    which the modules show, and the bits agree."""
+    f = lambda x: x - jnp.log(2.0)  # noqa: E731
+    x = np.asarray([1.0, 2.5, -3.0], np.float32)
+    with oracle.x64(True), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lowered = x64guard.jit(f).lower(x)
+        got = x64guard.jit(f)(x)
+    with oracle.x64(False):
+        x32_module = jax.jit(f).lower(x).as_text()
+    named = [f for f in lowered.findings if f.kind == "identity-convert"]
+    assert len(named) == 1 and "weak-typed float scalar" in named[0].message and str(named[0].severity) == "info"
+    assert x32_module.count("stablehlo.convert") == lowered.as_text().count("stablehlo.convert") + 1
+    assert _same(got, _x32(f, x))
+
+
 def test_identity_convert_named_for_a_dot_of_two_widths():
     """float32 @ float64: the x64 lowering converts the float64 operand to float64 (a
     convert to the same type once narrowed), x32 JAX's float32 @ float32 has none. The

@@ -8,6 +8,7 @@ The modules, along the seams of what x64guard.jit does:
   callbacks.py    host callbacks at 32 bits (the jaxpr rewrite, results on the host)
   primitive.py    the `x64guard_call` primitive: inlined into outer jits, vmap, grad
   trace_check.py  the x64 trace compared with the x32 trace
+  trace_messages.py  what the cross-check says: its messages and the identity-convert finding
   user_frames.py  warnings at the user's calling line
   _private.py     every private JAX call of configuration, tracing and jaxprs, and nothing else
   _private_lowering.py  every private JAX call of the program (compile, call primitive, C++ dispatch)

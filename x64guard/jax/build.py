@@ -31,8 +31,9 @@ from x64guard.jax import _private, _private_lowering
 from x64guard.jax.callbacks import callbacks_at_32_bits
 from x64guard.jax.inputs import StaticArgs, narrow_aval, narrow_dtype, narrowed_spec, widened_spec
 from x64guard.jax.program import CompileAhead, Program
-from x64guard.jax.trace_check import (CrossCheck, constants_from_x64_trace, cross_check, identity_convert_finding,
-                                      matched_constant_message, not_lowered_message, trace_differs_message, trace_x32)
+from x64guard.jax.trace_check import CrossCheck, constants_from_x64_trace, cross_check, trace_x32
+from x64guard.jax.trace_messages import (identity_convert_finding, matched_constant_message, not_lowered_message,
+                                         trace_differs_message)
 from x64guard.jax.user_frames import raising_line, user_place, warn_at_user_line, warn_messages_at_user_line
 from x64guard.modes import Mode
 from x64guard.passes.tables import CONSTANT_OPS, DEFAULT_TARGET

@@ -3,14 +3,14 @@
 Equal once narrowed: the narrowed x64 program is x32 JAX's program. Different (library
 code that decides by jax_enable_x64 or by the dtype while tracing): x64guard.jit runs the
 x32 program instead, or refuses in mode error (build.py decides). `first_trace_difference`
-compares the two jaxprs; `cross_check` runs the x32 trace and the comparison.
+compares the two jaxprs; `cross_check` runs the x32 trace and the comparison; what the
+check says to the user is in trace_messages.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 import sys
 import warnings
 from typing import Any, Callable, NamedTuple
@@ -19,11 +19,9 @@ import jax
 import numpy as np
 
 from x64guard.api import narrow_module
-from x64guard.findings import Finding, Kind
 from x64guard.io import modules
 from x64guard.jax import _private
 from x64guard.jax.inputs import narrow_dtype, narrowed_spec
-from x64guard.jax.user_frames import user_place
 from x64guard.modes import Mode
 from x64guard.passes.equality import canonical_text
 
@@ -51,6 +49,10 @@ class CrossCheck(NamedTuple):
     # x64 trace values (tracers) the function kept and its x32 trace reused (a lazy table, a
     # cache): that trace cannot run; it is compared with them bound to the x64 trace's own.
     kept: tuple = ()
+    # x64 conversions of a weak-typed float scalar the trace computed (distrax's `log(1.0)`)
+    # to 32 bits: the pass folds them (casts.py: a computed scalar is taken as strong), where
+    # x32 JAX's module holds the weak-to-strong convert
+    weak_scalars_folded: tuple = ()
 
 
 def cross_check(jitted, statics, traced, in_tree, specs, static) -> CrossCheck:
@@ -62,13 +64,13 @@ def cross_check(jitted, statics, traced, in_tree, specs, static) -> CrossCheck:
     except Exception:  # noqa: BLE001  (x32 JAX raises here too: nothing to compare with)
         return CrossCheck(None, None, (), (), (), ())
     kept = tuple(_private.closed_over_tracers(traced32))
-    converts64, converts32, in_lowerings, merged = [], [], [], []
+    converts64, converts32, in_lowerings, merged, folded = [], [], [], [], []
     difference = first_trace_difference(
         traced.jaxpr, traced32.jaxpr, narrow_dtype,
         functools.partial(same_lowering, converts_differ=in_lowerings), skipped_converts=(converts64, converts32),
-        merged_widths=merged, lifted32=[tracer.val for tracer in kept])
+        merged_widths=merged, lifted32=[tracer.val for tracer in kept], weak_scalars_folded=folded)
     return CrossCheck(traced32, difference, tuple(converts64), tuple(converts32), tuple(in_lowerings),
-                      tuple(merged), kept)
+                      tuple(merged), kept, tuple(folded))
 
 
 def trace_x32(jitted, statics, in_tree, specs, static):
@@ -178,7 +180,8 @@ def is_library_primitive(primitive) -> bool:
 
 def first_trace_difference(closed64, closed32, narrow_dtype, same_lowering: "Callable | None" = None,
                            skipped_converts: "tuple[list, list] | None" = None,
-                           merged_widths: "list | None" = None, lifted32: list = ()) -> "TraceDifference | None":
+                           merged_widths: "list | None" = None, lifted32: list = (),
+                           weak_scalars_folded: "list | None" = None) -> "TraceDifference | None":
     """None when the x64 jaxpr is the x32 jaxpr once every 64-bit dtype is narrowed
     (`narrow_dtype(dtype)` -> its 32-bit dtype or None) and values are compared at 32 bits:
     same equations in the same order, same operands, parameters (nested jaxprs compared
@@ -195,8 +198,10 @@ def first_trace_difference(closed64, closed32, narrow_dtype, same_lowering: "Cal
     that narrowing makes one (a float32 @ float64 dot_general: its lowering converts
     operands to one type, which narrowed is a convert to the same type x32 JAX's lacks).
     `lifted32`: the x64 jaxpr's inputs or constants the x32 jaxpr's leading inputs stand for
-    (`CrossCheck.kept`); any other variable there is a difference."""
-    comparison = _TraceComparison(narrow_dtype, same_lowering, skipped_converts, merged_widths)
+    (`CrossCheck.kept`); any other variable there is a difference. `weak_scalars_folded`: a
+    list, given to receive the x64 trace's skipped conversions of a weak-typed float scalar
+    that the jaxpr computed (not one of its inputs) to 32 bits."""
+    comparison = _TraceComparison(narrow_dtype, same_lowering, skipped_converts, merged_widths, weak_scalars_folded)
     try:
         comparison.compare_closed(closed64, closed32, lifted32)
     except _Differs as found:
@@ -214,15 +219,29 @@ def _line(eqn) -> str:
     return text[0][:200] if text else eqn.primitive.name
 
 
+def _weak_computed_float_scalar(eqn, jaxpr) -> bool:
+    """A conversion of a weak-typed 64-bit float scalar that `jaxpr` computed (an equation's
+    result or a literal, not one of its inputs) to a narrower float: what the pass folds
+    and x32 JAX's lowering keeps (a weak float32 made strong)."""
+    (source,), (out,) = eqn.invars, eqn.outvars
+    aval = source.aval
+    if getattr(aval, "shape", None) != () or not getattr(aval, "weak_type", False):
+        return False
+    if str(aval.dtype) != "float64" or str(out.aval.dtype) == "float64":
+        return False
+    return not any(source is v for v in jaxpr.invars)
+
+
 class _TraceComparison:
     """One comparison (`first_trace_difference`): raises _Differs at the first difference."""
 
-    def __init__(self, narrow_dtype, same_lowering, skipped_converts, merged_widths):
+    def __init__(self, narrow_dtype, same_lowering, skipped_converts, merged_widths, weak_scalars_folded=None):
         self.jax = _private.jaxpr_internals()
         self.narrow_dtype = narrow_dtype
         self.same_lowering = same_lowering
         self.skipped_converts = skipped_converts
         self.merged_widths = merged_widths
+        self.weak_scalars_folded = weak_scalars_folded
 
     # -- keys: what is compared of a type, a value, an operand
 
@@ -319,6 +338,8 @@ class _TraceComparison:
                 env[("alias", e.outvars[0])] = e.invars[0]
                 if self.skipped_converts is not None:
                     self.skipped_converts[side].append(e)
+                if side == 0 and self.weak_scalars_folded is not None and _weak_computed_float_scalar(e, jaxpr):
+                    self.weak_scalars_folded.append(e)
             else:
                 eqns.append(e)
         return eqns
@@ -396,105 +417,3 @@ class _TraceComparison:
             return False
         children_a, children_b = a.children(), b.children()
         return len(children_a) == len(children_b) and all(map(self.tree_def_equal, children_a, children_b))
-
-
-# ----------------------------------------------------------------------------- what the check says
-
-def trace_differs_message(difference, ran_x32: bool) -> str:
-    user = user_place()
-    what = ("x64guard runs the x32 program (JAX's trace with x64 off: x32 JAX's answer) instead of narrowing the "
-            "x64 one" if ran_x32 else
-            "narrowing cannot reproduce x32 JAX's answer there. Call it under jax.jit with x64 off, or keep it in "
-            "64 bits (mode='allow')")
-    if difference.lowering:
-        return (f"{user}: the library primitive {difference.primitive} (library line "
-                f"{difference.location or 'unknown'}) lowers to another program with x64 on than with x64 off: its "
-                "lowering runs library code, which can decide by jax_enable_x64 or the dtype, or emit a host "
-                f"callback traced for 64-bit values (equinox's error checks in lineax, optimistix, diffrax: "
-                f"throw=False or EQX_ON_ERROR=nan remove it); {what} [trace-differs]")
-    return (f"{user}: the function traced with x64 on is another program than with x64 off (code that decides by "
-            f"jax_enable_x64 or by the dtype while tracing), first at {difference.primitive} (library line "
-            f"{difference.location or 'unknown'}): x64 trace `{difference.x64}`, x32 trace `{difference.x32}`; "
-            f"{what} [trace-differs]")
-
-
-# JAX's lowering errors name the op and its source: `'stablehlo.add' op requires ...` and
-# `at loc("jit(f)/add"(callsite("f"("/path/file.py":12:4 to :9) ...`.
-_MLIR_OP = re.compile(r"'([a-z_]+\.[a-z_0-9.]+)' op")
-_LOC_OP = re.compile(r'loc\("[^"]*?/([^"/]+)"')
-_LOC_LINE = re.compile(r'"([^"]+)":(\d+):\d+')
-
-
-def not_lowered_message(error: BaseException, x64: bool, ran_x32: bool) -> tuple[str, str, str]:
-    """(op, location, message) for a trace JAX could not lower: the op and source line
-    its error names ('?' where it names none), its first line, the known cause, what to do."""
-    text = str(error)
-    op = _MLIR_OP.search(text) or _LOC_OP.search(text)
-    line = _LOC_LINE.search(text)
-    op_name, location = (op.group(1) if op else type(error).__name__), (f"{line.group(1)}:{line.group(2)}" if line else "?")
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    first = lines[0] if lines else type(error).__name__
-    if first.endswith(":") and len(lines) > 1:  # "Cannot lower jaxpr with verifier errors:" then the reason
-        first = f"{first} {lines[1]}"
-    if x64:
-        what = ("x64guard runs the x32 program (JAX's trace with x64 off: x32 JAX's answer) instead of narrowing "
-                "the x64 one" if ran_x32 else "there is nothing narrowed to check; mode 'warn' runs x32 JAX's "
-                "program instead")
-        width, other = "x64", "x64 off"
-    else:
-        what, width, other = "refused: neither program can be built", "x32", "x64 on"
-    return op_name, location, (
-        f"{user_place()}: JAX could not lower the function's {width} trace ({first}; {op_name} at "
-        f"{location}); {what}. A known cause: a NumPy array the function closes over was converted by JAX "
-        f"earlier in this process with {other} and is still in use there (a jitted function's cached trace): "
-        "jaxlib keeps one conversion per array, whatever jax_enable_x64 says, and a trace at the other width "
-        "gets it. Pass such arrays as arguments, or hold them at the width you mean "
-        "(np.asarray(table, np.float32)) [trace-not-lowered]")
-
-
-class _Reason(NamedTuple):
-    equation: Any        # where it is seen (None: no equation)
-    what: str
-
-
-def identity_convert_finding(check: CrossCheck, callbacks_converted: bool) -> Finding | None:
-    """An info finding when the narrowed program may differ from x32 JAX's by converts to
-    the type their operand already has, which compute nothing (None when nothing says so):
-    the traces convert weak-typed values made strong (or the reverse) in different places,
-    which the module does not record; a library primitive's lowerings differ only by them;
-    an equation's lowering converts one operand of two widths to the other's type; or
-    x64guard.jit converted host callback operands to 32 bits (x32 JAX's are 32-bit already).
-    Located at the equation of the first reason."""
-    reasons: list[_Reason] = []
-    if len(check.converts64) != len(check.converts32):
-        reasons.append(_Reason((check.converts64 or check.converts32)[0],
-                               f"the x64 trace holds {len(check.converts64)} conversions that change no type "
-                               f"once narrowed (weak-typed values made strong), the x32 trace "
-                               f"{len(check.converts32)}"))
-    if check.converts_in_lowerings:
-        reasons.append(_Reason(check.converts_in_lowerings[0],
-                               f"the library primitive {check.converts_in_lowerings[0].primitive.name} lowers "
-                               "with such conversions at one width and not at the other"))
-    if check.merged_widths:
-        reasons.append(_Reason(check.merged_widths[0],
-                               f"{check.merged_widths[0].primitive.name} takes operands of two widths that narrow "
-                               "to one type (its lowering converts one operand to the other's type)"))
-    if callbacks_converted:
-        reasons.append(_Reason(None, "x64guard.jit converts host callback operands to 32 bits before the callback"))
-    if not reasons:
-        return None
-    first = reasons[0].equation
-    location = (_private.equation_location(first) if first is not None else "") or user_place()
-    return Finding(Kind.IDENTITY_CONVERT, "info", "convert", location,
-                   f"{'; '.join(reason.what for reason in reasons)}: the narrowed module may hold converts x32 JAX's "
-                   "does not, or lack some it holds, each a convert to the type its operand has, which computes "
-                   "nothing: the same program")
-
-
-def matched_constant_message(finding: Finding) -> str:
-    user = user_place()
-    return (f"{user}: a float64 constant at {finding.location} equals a finfo(float64) expression "
-            f"({finding.message.split(':')[0]}), but the function traced with x64 off holds its plain rounding "
-            "(a literal, not the expression): x64guard runs the x32 program (JAX's trace with x64 off: x32 JAX's "
-            "answer) instead of narrowing the x64 one [dtype-constant]")
-
