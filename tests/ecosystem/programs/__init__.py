@@ -10,7 +10,10 @@ from tests.ecosystem.programs.base import Program, Refusal
 MODULES = ("flax_linen", "flax_nnx", "optax_steps", "equinox_models", "diffrax_solves", "numpyro_inference",
            "blackjax_sampling", "jax_numerics", "jax_callbacks",
            # The second real-library suite (docs/ecosystem.md).
-           "lineax_solves", "optimistix_solves", "quadax_quadrature", "tfp_jax", "haiku_models")
+           "lineax_solves", "optimistix_solves", "quadax_quadrature", "tfp_jax", "haiku_models",
+           # The third: libraries first met in a field run (docs/ecosystem.md).
+           "jaxopt_solvers", "tinygp_processes", "interpax_interpolation", "ott_transport",
+           "evosax_strategies", "distrax_distributions")
 
 
 def all_programs() -> list[Program]:
