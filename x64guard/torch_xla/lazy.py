@@ -158,10 +158,11 @@ def _sync_live(resolved: Mode, policy: str, device: torch.device) -> dict[int, s
     candidates = LIVE.candidates()
     _sync_refusing(LIVE.targets(candidates), resolved, policy, device)
     left = LIVE.left_pending(device_str)
-    known = {id(t) for t in candidates}
+    known = None      # (built only when something is left: most steps leave nothing)
     for young_only in (True, False):
         if not left:
             break
+        known = {id(t) for t in candidates} if known is None else known
         found = scan(young_only, known)
         known.update(id(t) for t in found)
         _sync_refusing(LIVE.targets(found, wanted=set(left)), resolved, policy, device)
