@@ -21,14 +21,17 @@ pytestmark = pytest.mark.ecosystem
 LIBRARIES = {"flax.linen", "flax.nnx", "optax", "equinox", "diffrax", "numpyro", "blackjax", "jax"}
 # The second suite (issue 22 item 5; docs/ecosystem.md).
 LIBRARIES_2 = {"lineax", "optimistix", "quadax", "tfp", "haiku"}
+# The third: libraries first met in a field run (docs/ecosystem.md).
+LIBRARIES_3 = {"jaxopt", "tinygp", "interpax", "ott-jax", "evosax", "distrax"}
 
 
 def test_at_least_fifty_programs_over_every_library():
     programs = all_programs()
     assert len(programs) >= 50
     assert len({p.name for p in programs}) == len(programs)
-    assert {p.library for p in programs} == LIBRARIES | LIBRARIES_2
+    assert {p.library for p in programs} == LIBRARIES | LIBRARIES_2 | LIBRARIES_3
     assert len([p for p in programs if p.library in LIBRARIES_2]) >= 30
+    assert all(len([p for p in programs if p.library == library]) >= 3 for library in LIBRARIES_3)
     for p in programs:
         assert re.fullmatch(r"[a-z0-9_]+", p.name), p.name
         assert p.what and callable(p.build)
@@ -42,7 +45,8 @@ def test_listing_the_programs_imports_no_library():
     import sys
 
     code = ("import sys; from tests.ecosystem.programs import all_programs; all_programs(); "
-            "print(sorted(m for m in ('flax', 'optax', 'equinox', 'diffrax', 'numpyro', 'blackjax') "
+            "print(sorted(m for m in ('flax', 'optax', 'equinox', 'diffrax', 'numpyro', 'blackjax', 'jaxopt', "
+            "'tinygp', 'interpax', 'ott', 'evosax', 'distrax') "
             "if m in sys.modules))")
     from tests.ecosystem.runner import ROOT
 
