@@ -98,28 +98,26 @@ def graph_inputs(tensors: Sequence) -> tuple[list[int], list]:
 
 
 # seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._unique_id_for_ir_and_data
-def data_id(tensor) -> str:
-    """An identity for a tensor's pending IR or device data: two tensors sharing a device
-    buffer have the same one, and any write (in place or not) gives a new one."""
-    return _xlac()._unique_id_for_ir_and_data(tensor)
-
-
-# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._unique_id_for_ir_and_data
 def data_id_function():
     """`data_id` itself, unwrapped: it runs once per 64-bit parameter on every call."""
     return _xlac()._unique_id_for_ir_and_data
 
 
-# seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._get_tensors_xla_device_data_node,
-#   torch_xla._XLAC._unique_id_for_ir_and_data
+def data_id(tensor) -> str:
+    """An identity for a tensor's pending IR or device data: two tensors sharing a device
+    buffer have the same one, and any write (in place or not) gives a new one."""
+    return data_id_function()(tensor)
+
+
+# seen in torch 2.9.0 / torch-xla 2.9.0 (only through the calls of this module it uses)
 def buffer_id(tensor) -> "str | None":
     """The identity of the device buffer a tensor holds, in the form the parameters of a
     lowered graph report it (`data_id` of an unsynced upload names its IR node instead),
     or None when the tensor is not exactly one device buffer."""
-    _, values = _xlac()._get_tensors_xla_device_data_node([tensor])
+    _, values = graph_inputs([tensor])
     if len(values) != 1:
         return None
-    return _xlac()._unique_id_for_ir_and_data(values[0])
+    return data_id(values[0])
 
 
 # seen in torch 2.9.0 / torch-xla 2.9.0: torch_xla._XLAC._xla_get_tensor_id
