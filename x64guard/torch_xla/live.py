@@ -33,6 +33,11 @@ from x64guard.torch_xla import _private as _xc
 
 
 _MADE_PRUNE_AT = 4096   # made entries before dead ones are dropped between syncs
+# What a sync reads of every tracked tensor (its leafness, dtype, device, the `.data =` check)
+# is read without a GuardedTensor's __torch_function__, which would run those reads as on a
+# plain tensor anyway (reads.py), at about 2 us each: most of a Falcon sync's tracked tensors
+# are GuardedTensors (51 of 71).
+_PLAIN = _xc.plain_torch_function_type()
 
 
 class SyncTarget(NamedTuple):
@@ -94,8 +99,10 @@ class LiveTensors:
         """The live tracked tensors, kept first, then made, then the kept leaves' gradients."""
         with self._lock:
             found = {id(t): t for t in (*self.kept.keys(), *self._prune_made())}
-        for tensor in list(found.values()):
-            grad = leaf_grad(tensor)
+        with _PLAIN():
+            leaves = [tensor for tensor in found.values() if _is_leaf(tensor)]
+        for tensor in leaves:
+            grad = _xla_grad(tensor)
             if grad is not None:
                 found.setdefault(id(grad), grad)
         return list(found.values())
@@ -107,15 +114,19 @@ class LiveTensors:
         pending, and reported with the rest of what stayed pending)."""
         from x64guard.torch_xla.boundary import BOUNDARY, narrow_alias
 
-        # (every sync without arguments runs this over each tracked tensor: data_id only
-        # where to_device has live ids)
+        # (every sync without arguments runs this over each tracked tensor: data_id only of
+        # those with the dtype of to_device's live ids, since a copy of them has it)
         data_id = _xc.data_id_function()
-        aliases = {data_id(tensor) for tensor in BOUNDARY.id_tensors()}
+        id_tensors = BOUNDARY.id_tensors()
+        aliases = {data_id(tensor) for tensor in id_tensors}
+        with _PLAIN():
+            alias_dtypes = {tensor.dtype for tensor in id_tensors}
+            copies = [t.dtype in alias_dtypes for t in tensors]
         kept = []
-        for t in tensors:
+        for t, maybe_copy in zip(tensors, copies):
             if narrow_alias(t) is not None:
                 continue
-            if aliases and data_id(t) in aliases:
+            if maybe_copy and data_id(t) in aliases:
                 self.alias_copies[_xc.tensor_id(t)] = _xc.TensorRef(t)
                 continue
             kept.append(t)
@@ -124,8 +135,9 @@ class LiveTensors:
         if not kept:
             return []
         flags = _xc.needs_materialization(kept)
-        return [SyncTarget(LiveName(t), t, isinstance(t, torch.nn.Parameter)) for t, pending in zip(kept, flags)
-                if pending and _xc.takes_device_data(t)]
+        with _PLAIN():
+            return [SyncTarget(LiveName(t), t, isinstance(t, torch.nn.Parameter)) for t, pending in zip(kept, flags)
+                    if pending and _xc.takes_device_data(t)]
 
     def note_refused(self, tensors: list[torch.Tensor]) -> None:
         for key, refused in list(self.refused.items()):
@@ -178,11 +190,20 @@ class LiveName:
         return f"{kind} {str(self.tensor.dtype).removeprefix('torch.')}{list(self.tensor.shape)}"
 
 
-def leaf_grad(tensor: torch.Tensor) -> "torch.Tensor | None":
-    """A leaf's XLA gradient, or None."""
+def _is_leaf(tensor: torch.Tensor) -> bool:
+    """Whether `tensor` is a parameter or an autograd leaf (False where autograd refuses to say)."""
     try:
-        grad = tensor.grad if isinstance(tensor, torch.nn.Parameter) or tensor.is_leaf else None
+        return isinstance(tensor, torch.nn.Parameter) or tensor.is_leaf
     except RuntimeError:    # a no_grad view whose base changed in place: autograd refuses to say
+        return False
+
+
+def _xla_grad(tensor: torch.Tensor) -> "torch.Tensor | None":
+    """The XLA gradient of a leaf, or None. (Read with the tensor's own __torch_function__:
+    a GuardedTensor's gradient is then a GuardedTensor too, as everything computed from it.)"""
+    try:
+        grad = tensor.grad
+    except RuntimeError:
         return None
     return grad if isinstance(grad, torch.Tensor) and grad.device.type == "xla" else None
 
