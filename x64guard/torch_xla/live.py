@@ -9,7 +9,7 @@ was given, tracked weakly as they appear, instead of a scan of the garbage colle
   a plain weak reference by id, with no callback, since an op's result usually dies before
   the next op (a callback at each death cost as much as the insert: 1.4 us of an op's 8);
   the dead ones are dropped by the next `candidates`, or when the table doubles.
-Each sync without arguments takes those, and the gradients of the kept leaves.
+Each sync without arguments takes those, and the gradients of those that are leaves.
 
 What it does not know (optimizer state made by the optimizer, a loss computed only from a
 batch moved with `.to(device)`) torch-xla's live-tensor report names after the sync; only
@@ -96,7 +96,8 @@ class LiveTensors:
         return [tensor for _, _, tensor in alive]
 
     def candidates(self) -> list[torch.Tensor]:
-        """The live tracked tensors, kept first, then made, then the kept leaves' gradients."""
+        """The live tracked tensors, kept first, then made, then the gradients of those that
+        are leaves (a parameter's; a saliency map's, made from to_device's ids)."""
         with self._lock:
             found = {id(t): t for t in (*self.kept.keys(), *self._prune_made())}
         with _PLAIN():
