@@ -115,6 +115,21 @@ def test_the_gradient_of_a_leaf_computed_from_ids_is_found_without_the_heap(scan
     torch.testing.assert_close(embedded.grad.cpu(), saliency(eager, **batch).grad)
 
 
+@pytest.mark.filterwarnings("error")
+def test_a_parameter_that_is_no_longer_a_leaf_is_synced_without_a_warning(scans, reports):
+    """A frozen parameter updated in place from a tensor that requires grad is no autograd
+    leaf (its `.grad` is never filled, and reading it warns): the sync computes it and reads
+    no gradient of it."""
+    model = xt.to_device(torch.nn.Linear(3, 2))
+    model.bias.requires_grad_(False)
+    shift = xt.to_device(torch.ones(2)).requires_grad_()
+    model.bias.add_(shift * 2)
+    assert isinstance(model.bias, torch.nn.Parameter) and not model.bias.is_leaf
+    xt.sync()
+    assert not _xc.needs_materialization([model.bias])[0]
+    assert scans == [] and reports == []
+
+
 def test_an_untracked_pending_tensor_is_still_found(scans, reports):
     d = xt.xla_device()
     ids = xt.to_device(torch.tensor([[3, 4]]))   # pending on purpose, known: not what makes the report read
