@@ -242,6 +242,7 @@ class _TraceComparison:
         self.skipped_converts = skipped_converts
         self.merged_widths = merged_widths
         self.weak_scalars_folded = weak_scalars_folded
+        self._names: dict = {}   # dtype -> (its name, its narrowed dtype's name)
 
     # -- keys: what is compared of a type, a value, an operand
 
@@ -252,9 +253,24 @@ class _TraceComparison:
             return dtype
         return dtype if narrowed is None else np.dtype(narrowed)
 
+    def names(self, dtype) -> tuple[str, str]:
+        """(dtype's name, its narrowed dtype's name), by name: equal names, the same type
+        (a numpy dtype's str runs Python code, about 5 us; a trace compares a few per
+        equation, for a few dtypes)."""
+        try:
+            found = self._names.get(dtype)
+        except TypeError:   # an unhashable dtype-like: named afresh
+            return str(dtype), str(self.dtype32(dtype))
+        if found is None:
+            found = self._names[dtype] = (str(dtype), str(self.dtype32(dtype)))
+        return found
+
+    def name32(self, dtype) -> str:
+        return self.names(dtype)[1]
+
     def aval_key(self, aval) -> tuple:
         if hasattr(aval, "shape") and hasattr(aval, "dtype"):
-            return ("aval", tuple(aval.shape), str(self.dtype32(aval.dtype)))
+            return ("aval", tuple(aval.shape), self.name32(aval.dtype))
         return ("aval", type(aval).__name__)
 
     def value_key(self, value, aval=None) -> tuple:
@@ -348,7 +364,7 @@ class _TraceComparison:
 
     def compare_equation(self, e64, e32, env64: dict, env32: dict) -> None:
         lowered_by_dtype = is_lowered_by_dtype(e64.primitive.name) and any(
-            str(self.dtype32(a.aval.dtype)) != str(a.aval.dtype) for a in e64.invars if hasattr(a.aval, "dtype"))
+            self.name32(a.aval.dtype) != self.names(a.aval.dtype)[0] for a in e64.invars if hasattr(a.aval, "dtype"))
         if (lowered_by_dtype or e64.primitive is not e32.primitive or len(e64.invars) != len(e32.invars)
                 or len(e64.outvars) != len(e32.outvars)
                 or [self.atom_key(env64, a) for a in e64.invars] != [self.atom_key(env32, a) for a in e32.invars]
@@ -370,7 +386,7 @@ class _TraceComparison:
         gather's int64 indices beside int32 values, lower to no convert)."""
         operand_dtypes = [a.aval.dtype for a in e64.invars if hasattr(a.aval, "dtype")
                           and not _private.is_extended_dtype(a.aval.dtype) and np.issubdtype(a.aval.dtype, np.inexact)]
-        return len(set(map(str, operand_dtypes))) > len({str(self.dtype32(d)) for d in operand_dtypes})
+        return len({self.names(d)[0] for d in operand_dtypes}) > len({self.name32(d) for d in operand_dtypes})
 
     def param_equal(self, a, b) -> bool:
         jx = self.jax
@@ -387,7 +403,7 @@ class _TraceComparison:
         if isinstance(a, jax.tree_util.PyTreeDef) and isinstance(b, jax.tree_util.PyTreeDef):
             return self.tree_def_equal(a, b)
         if type(a) is type(b) and isinstance(a, jax.ShapeDtypeStruct):
-            return tuple(a.shape) == tuple(b.shape) and str(self.dtype32(a.dtype)) == str(self.dtype32(b.dtype))
+            return tuple(a.shape) == tuple(b.shape) and self.name32(a.dtype) == self.name32(b.dtype)
         if isinstance(a, np.dtype) or isinstance(b, np.dtype):
             try:
                 return str(self.dtype32(np.dtype(a))) == str(self.dtype32(np.dtype(b)))
