@@ -406,7 +406,7 @@ class _TraceComparison:
             return tuple(a.shape) == tuple(b.shape) and self.name32(a.dtype) == self.name32(b.dtype)
         if isinstance(a, np.dtype) or isinstance(b, np.dtype):
             try:
-                return str(self.dtype32(np.dtype(a))) == str(self.dtype32(np.dtype(b)))
+                return self.name32(np.dtype(a)) == self.name32(np.dtype(b))
             except TypeError:
                 return a == b
         if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
