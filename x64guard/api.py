@@ -18,6 +18,7 @@ from x64guard.passes import NarrowX64Pass
 from x64guard.passes.check import check_target, neuron_findings, profile_for
 from x64guard.passes.store import NARROWED, TypeReport
 from x64guard.passes.tables import DEFAULT_TARGET
+from x64guard.x32_lowerings import expands_at_float32
 
 # mode='error': every 64-bit use is a refusal.
 _REFUSED_USES = TypeReport(Kind.TYPE_64BIT, Severity.ERROR, "64-bit types ({changes}); mode='error' refuses them")
@@ -107,8 +108,8 @@ def narrow_module(module: ModuleLike, *, mode: "Mode | str | None" = None, overf
     working, source_format = modules.load(module, trusted=trusted)
     with _unreadable_as_value_error("narrow"):
         result = NarrowX64Pass(overflow=policy, record_only=resolved is not Mode.WARN, dtype_constants=dtype_constants,
-                               profile=profile, types=_REFUSED_USES if resolved is Mode.ERROR else NARROWED
-                               ).apply(working)
+                               profile=profile, types=_REFUSED_USES if resolved is Mode.ERROR else NARROWED,
+                               x32_expanded=expands_at_float32).apply(working)
     out = NarrowResult(working, result.findings + _format_findings(source_format, result.changes),
                        result.changes, resolved, source_format)
 

@@ -50,6 +50,7 @@ class Kind(enum.StrEnum):
     CUSTOM_CALL = "custom-call"
     CUSTOM_CALL_RENAMED = "custom-call-renamed"
     COMPOSITE_RESTORED = "composite-restored"
+    X32_LOWERING = "x32-lowering"
     UNKNOWN_OP = "unknown-op"
     UNSUPPORTED_TYPE = "unsupported-type"
     RNG_BITS = "rng-bits"
@@ -153,6 +154,9 @@ KIND_TABLE: dict[Kind, tuple[str, str, str]] = {
                                         "(host callback, compiled kernel, unknown target)"),
     Kind.CUSTOM_CALL_RENAMED: ("info", "pass", "a LAPACK/BLAS kernel renamed to its single-precision twin"),
     Kind.COMPOSITE_RESTORED: ("info", "pass", "a CHLO op restored from its composite"),
+    Kind.X32_LOWERING: ("warning", "pass", "a float64 CHLO op whose float32 counterpart the running JAX lowers "
+                                           "with its own expansion (jax 0.12's lgamma): correct to float32, not "
+                                           "x32 JAX's bits"),
     Kind.UNKNOWN_OP: ("warning", "pass", "an op of an unknown dialect narrowed generically"),
     Kind.UNSUPPORTED_TYPE: ("error", "pass", "a 64-bit type x64guard cannot rebuild (quantized, vector, ...)"),
     Kind.RNG_BITS: ("error", "pass", "64-bit random bits of a source x64guard does not know"),

@@ -403,6 +403,11 @@ def check_case(case: "programs.Case", narrow: Callable, error_type: type | None 
         + "; ".join(wide[:3]))
 
     args32 = [to32(a) for a in args]
+    if "lgamma" in lowering_probes.differs(case) and "chlo.lgamma" in narrowed and hasattr(result, "findings"):
+        # The user is told: narrowed, chlo.lgamma is not x32 JAX's expansion on this JAX.
+        assert any(f.kind == "x32-lowering" for f in result.findings), (
+            f"{case.name}: chlo.lgamma narrowed where this JAX expands float32 lgamma itself, without an "
+            f"x32-lowering warning: {[(f.kind, f.op) for f in result.findings]}")
     if hasattr(result, "module"):
         outcome.module_equality = check_module_equality(case, result, args32, args)
     try:

@@ -42,6 +42,10 @@ REPROS = [
     ("log_ndtr switch points", special.log_ndtr, np.array([7.5, 1.0, -3.0])),
     ("i0e coefficient tables", special.i0e, np.array([0.0, 1.0, 9.0])),
     ("finfo eps", lambda x: x + 100 * jnp.finfo(x.dtype).eps, np.array([1.0, 2.0])),
+    # jax 0.12 lowers float32 lgamma with its own expansion, float64 to chlo.lgamma: narrowed,
+    # 1 ulp away (the differential fuzzer's example); equal traces, other lowerings.
+    ("lgamma lowered by dtype", lambda v: lax.lgamma(jnp.var(v)),
+     np.random.default_rng(0).integers(-100, 100, (2, 3))),
 ]
 
 
@@ -53,6 +57,18 @@ def test_library_decisions_by_dtype_give_x32_bits(name, f, x, caller_x64):
         warnings.simplefilter("ignore")
         got = x64guard.jit(f)(x)
     assert _same(got, want), (name, got, want)
+
+
+def test_lgamma_runs_x32_program_without_narrow_s_x32_lowering_warning():
+    """Where narrow would warn `x32-lowering` (jax 0.12), x64guard.jit runs x32 JAX's
+    program, so that warning (about the narrowed program) is not issued."""
+    f = lambda x: lax.lgamma(x * 3.5)  # noqa: E731
+    x = np.array([0.3, 2.0, 11.0])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = x64guard.jit(f)(x)
+    assert not [w for w in caught if "x32-lowering" in str(w.message)]
+    assert _same(got, _x32(f, x))
 
 
 def test_trace_differs_refused_in_mode_error_with_equation_and_line():

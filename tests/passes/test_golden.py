@@ -3,7 +3,8 @@ example: what a rule does to an input, and what it reports.
 
 A case file has three parts, separated by marker lines:
 
-    // options: overflow=saturate            (optional: NarrowX64Pass keyword options)
+    // options: overflow=saturate            (optional: NarrowX64Pass keyword options;
+                                             x32_expanded=chlo.lgamma names the ops it holds)
     <input module>
     // ----- output
     <expected module, printed without locations>   (or `// refused` when the pass refuses)
@@ -45,9 +46,17 @@ def parse_case(path: Path) -> tuple[dict, str, str, list[str]]:
         if line.startswith(OPTIONS):
             for pair in line.removeprefix(OPTIONS).split():
                 key, _, value = pair.partition("=")
-                options[key] = Overflow(value) if key == "overflow" else {"true": True, "false": False}.get(value, value)
+                options[key] = _option(key, value)
     return options, "\n".join(lines).strip() + "\n", expected_output.strip() + "\n", \
         [line for line in findings.splitlines() if line.strip()]
+
+
+def _option(key: str, value: str):
+    if key == "overflow":
+        return Overflow(value)
+    if key == "x32_expanded":  # CHLO ops x32 JAX expands itself, comma-separated
+        return frozenset(value.split(",")).__contains__
+    return {"true": True, "false": False}.get(value, value)
 
 
 def finding_line(finding: Finding) -> str:

@@ -20,7 +20,7 @@ import pytest
 
 import x64guard
 from tests.corpus.oracle import lower_x64
-from tests.reliability.differential import check_program, classify_mismatch
+from tests.reliability.differential import check_program, classify_mismatch, x32_expands_lgamma
 from tests.reliability import hostile
 from tests.reliability.grammar import Input, Node, Program
 
@@ -35,6 +35,27 @@ def test_fft_then_svd_fails_to_compile_in_xla_for_x32_jax_too():
     program = Program(inputs=(Input(dtype='complex128', shape=(4, 4), seed=314),),
                       nodes=(Node(op='fft', args=(0,)), Node(op='svd', args=(1,))), outputs=(2,))
     assert check_program(program).outcome == "xla-fails"
+
+
+def test_lgamma_of_a_variance_is_x32_jax_bits_or_the_documented_x32_lowering():
+    """Found by the differential fuzzer (seed 2, jax 0.12, 2026-12-07): 3869.5747 where x32
+    JAX gives 3869.5745. jax 0.12 lowers float64 lgamma to `chlo.lgamma`, float32 lgamma to
+    its own expansion; narrowed, the CHLO op is XLA's float32 expansion. `narrow` now warns
+    `x32-lowering` there (the classifier accepts the difference only with that warning);
+    where JAX emits chlo.lgamma at both widths (0.10, 0.11) the bits are x32 JAX's."""
+    program = Program(inputs=(Input(dtype='int64', shape=(2, 3), seed=0, special=False),),
+                      nodes=(Node(op='var', args=(0,), params=(('axis', None), ('ddof', 0))),
+                             Node(op='lgamma', args=(1,), params=())), outputs=(2,))
+    verdict = check_program(program)
+    if x32_expands_lgamma():
+        assert verdict.outcome in ("x32-lowering", "identical")  # identical: XLA rounds as JAX does
+        text = lower_x64(program.fn(), program.args())
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            x64guard.narrow(text)
+        assert any("[x32-lowering]" in str(w.message) for w in caught)
+    else:
+        assert verdict.outcome == "identical"
 
 
 def test_float64_max_literal_becomes_float32_max_by_design():

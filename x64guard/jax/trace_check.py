@@ -24,6 +24,8 @@ from x64guard.jax import _private
 from x64guard.jax.inputs import narrow_dtype, narrowed_spec
 from x64guard.modes import Mode
 from x64guard.passes.equality import canonical_text
+from x64guard.passes.tables import X32_EXPANDED_CHLO
+from x64guard.x32_lowerings import expands_at_float32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,20 +124,22 @@ def same_lowering(eqn64, eqn32, converts_differ: list | None = None) -> bool:
 LOWERED_BY_DTYPE = frozenset({"bessel_i0e", "regularized_incomplete_beta", "igamma", "igammac", "igamma_grad_a"})
 
 
-@functools.cache
 def lowered_by_dtype_here() -> frozenset:
-    """LOWERED_BY_DTYPE, plus `lgamma` where the running JAX lowers float32 lgamma with its
-    own expansion and float64 to `chlo.lgamma` (seen in 0.12; 0.10 and 0.11 lower both to
-    chlo.lgamma). Probed by lowering it, not read from a version."""
-    with _private.x64_disabled():
-        text = jax.jit(jax.lax.lgamma).lower(np.float32(1.5)).as_text()
-    return LOWERED_BY_DTYPE | ({"lgamma"} if "chlo.lgamma" not in text else frozenset())
+    """LOWERED_BY_DTYPE, plus the primitives of tables.X32_EXPANDED_CHLO that the running
+    JAX lowers with its own expansion at float32 and to the CHLO op at float64 (`lgamma`,
+    seen in 0.12; 0.10 and 0.11 lower both to chlo.lgamma). Probed by lowering them
+    (x64guard.x32_lowerings, the probe narrow's warning uses: one place decides)."""
+    return LOWERED_BY_DTYPE | {primitive for op, primitive in X32_EXPANDED_CHLO.items() if expands_at_float32(op)}
+
+
+_X32_EXPANDED_PRIMITIVES = {primitive: op for op, primitive in X32_EXPANDED_CHLO.items()}
 
 
 def is_lowered_by_dtype(name: str) -> bool:
-    """`name in lowered_by_dtype_here()`, with the lgamma probe (a lowering: 40 ms in a
-    fresh process, most of the cross-check's cost) run only when an lgamma is met."""
-    return name in LOWERED_BY_DTYPE or (name == "lgamma" and name in lowered_by_dtype_here())
+    """`name in lowered_by_dtype_here()`, with the probe (a lowering: 40 ms in a fresh
+    process, most of the cross-check's cost) run only when such a primitive is met."""
+    return name in LOWERED_BY_DTYPE or (name in _X32_EXPANDED_PRIMITIVES
+                                        and expands_at_float32(_X32_EXPANDED_PRIMITIVES[name]))
 
 
 

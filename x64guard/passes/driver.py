@@ -70,6 +70,9 @@ class PassRun:
     jax_origin: bool = False
     # finfo(float64) values replaced by float32's (NarrowX64Pass's `dtype_constants`).
     dtype_constants: bool = True
+    # CHLO op name -> does x32 JAX lower its float32 counterpart otherwise (NarrowX64Pass's
+    # `x32_expanded`; tables.X32_EXPANDED_CHLO).
+    x32_expanded: Callable[[str], bool] = lambda name: False
     # Set by the idiom phase (passes/idioms.py), read by the narrowing walk: ops whose
     # types stay as they are (the RNG state a profile keeps), ops no named pattern needs
     # to look at (their idiom is already reported), and the per-run state of the idioms.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import ClassVar, Sequence
+from typing import Callable, ClassVar, Sequence
 
 from jax.extend.mlir import ir
 
@@ -48,6 +48,10 @@ def lowered_by_jax(module: ir.Module) -> bool:
     return ir.StringAttr(attributes["sym_name"]).value.startswith(_JAX_MODULE_PREFIXES)
 
 
+def _emits_the_op(op_name: str) -> bool:
+    return False
+
+
 @dataclass(frozen=True)
 class NarrowX64Pass:
     """i64/ui64/f64/complex<f64> -> i32/ui32/f32/complex<f32>, as JAX's x32 canonicalization.
@@ -66,7 +70,10 @@ class NarrowX64Pass:
     (`check` on a strict profile); `extra_patterns` run before the named rules (`check`'s
     profile rules); `types` says how narrowed types are reported; `all_positions` lists
     every position of location-less groups; `errors_note` reports errors as info with that
-    note (a target that accepts 64-bit types).
+    note (a target that accepts 64-bit types); `x32_expanded(op_name)` says whether the x32
+    JAX a JAX-lowered module is compared with lowers that CHLO op's float32 counterpart with
+    its own expansion (`tables.X32_EXPANDED_CHLO`; the API probes the running JAX), so that
+    the narrowed op is a correct float32 result but not x32 JAX's bits (a warning).
     """
 
     name: ClassVar[str] = "x64guard-narrow"
@@ -81,6 +88,7 @@ class NarrowX64Pass:
     all_positions: bool = False
     errors_note: str | None = None
     note_kinds: frozenset | None = None
+    x32_expanded: Callable[[str], bool] = _emits_the_op
     # Derived from the options above (built once per pass, not per module).
     _idioms: IdiomPhase = field(init=False, repr=False, compare=False)
 
@@ -107,7 +115,8 @@ class NarrowX64Pass:
         store = FindingsStore(converter)
         rewriter = RecordingRewriter() if self.record_only else Rewriter()
         run = PassRun(module.context, converter, store, rewriter, self.profile, self.overflow,
-                      jax_origin=lowered_by_jax(module), dtype_constants=self.dtype_constants)
+                      jax_origin=lowered_by_jax(module), dtype_constants=self.dtype_constants,
+                      x32_expanded=self.x32_expanded)
         walked = collect(module)
         # Calls as they are before any rule runs (an idiom rule may bypass one): an op
         # without a location in a called function is placed at its first call site.

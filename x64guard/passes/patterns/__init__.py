@@ -7,7 +7,7 @@ from x64guard.passes.patterns.check_ops import NarrowCheckExpectation
 from x64guard.passes.patterns.casts import ConvertOutOfRange, NarrowBitcastConvert, RemoveIdentityConvert
 from x64guard.passes.patterns.spellings import NarrowScalarCompare, RespellCustomCall
 from x64guard.passes.patterns.shifts import WarnShiftByWidth, WidthDependentCount
-from x64guard.passes.patterns.composites import RestoreChloComposite
+from x64guard.passes.patterns.composites import RestoreChloComposite, WarnX32Expansion
 from x64guard.passes.patterns.constants import NarrowCleanSplat, NarrowConstant
 from x64guard.passes.patterns.counters import CounterSplit, LowWordMask
 from x64guard.passes.patterns.custom_calls import NarrowCustomCall
@@ -59,6 +59,7 @@ SPECIAL_PATTERNS = (
     RefuseWideRandomWords(),
     WarnShiftByWidth(),
     WidthDependentCount(),
+    WarnX32Expansion(),
     RestoreChloComposite(),
     FoldWholeArrayScatter(),
     NarrowCheckExpectation(),

@@ -7,7 +7,7 @@ per kind of table; every name is importable from `x64guard.passes.tables`.
 | module | tables |
 |---|---|
 | `element_types` | the type table and every dtype map derived from it; sentinels |
-| `ops` | constants, torch-xla's spellings, custom_call targets, type-attribute-free ops, the `check` dialect |
+| `ops` | constants, torch-xla's spellings, CHLO ops x32 JAX may expand itself, custom_call targets, type-attribute-free ops, the `check` dialect |
 | `targets` | target profiles, neuronx-cc's documented rejections |
 | `idioms` | hypot, half-significand, log_ndtr and random-number constants |
 | `dtype_constants` | `finfo(float64)` expressions and their x32 values |
@@ -25,6 +25,7 @@ from x64guard.passes.tables.ops import (  # noqa: F401
     TYPE_GENERIC_CUSTOM_CALL_PATTERN, HOST_CALLBACK_CUSTOM_CALLS, COMPILED_KERNEL_CUSTOM_CALLS,
     IRREGULAR_CUSTOM_CALL_RENAMES, DTYPE_NAMED_COMPUTATIONS, narrowed_custom_call_target, custom_call_policy,
     TYPE_ATTR_FREE_DIALECTS, TYPE_ATTR_FREE_OPS, never_has_type_attributes, CHECK_DIALECT_OPS,
+    X32_EXPANDED_CHLO,
 )
 from x64guard.passes.tables.targets import (  # noqa: F401
     RNG_STATE_KEEP, RNG_STATE_REFUSE, TargetProfile, TARGET_PROFILES, TARGET_ALIASES, DEFAULT_TARGET,

@@ -32,6 +32,19 @@ CUSTOM_CALL_SPELLINGS: dict[str, Spelling] = {
 }
 
 
+# ---- CHLO ops x32 JAX may not emit ----------------------------------------------------
+# A CHLO op is type-generic: narrowed from float64, XLA expands it for float32 when
+# compiled, as for x32 JAX's own CHLO op. Some JAX releases lower the float32 primitive to
+# an expansion of their own instead (jax 0.12: `lgamma` at float32 is `lgamma_impl`, about
+# 450 ops; at float64 it is `chlo.lgamma`), so the narrowed op is a correct float32 result
+# but not x32 JAX's bits. CHLO op -> the `jax.lax` function whose float32 lowering says
+# which (probed on the running JAX by x64guard/x32_lowerings.py; seen in 0.10.2 and 0.11.2:
+# chlo.lgamma at both widths).
+X32_EXPANDED_CHLO: dict[str, str] = {
+    "chlo.lgamma": "lgamma",
+}
+
+
 # ---- custom_call targets (issue 15): what each target means for narrowing ----------------
 # A custom_call is a name: nothing in the module says whether its kernel works on any
 # element type. Each known target has a policy; a target in none of these tables with a
