@@ -2,6 +2,7 @@
 errors, and never leaving JAX's global state changed."""
 
 import threading
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -349,3 +350,19 @@ def test_donated_inputs_are_donated():
     assert state.is_deleted() and out.dtype == jnp.float32
     again = fn(out, jnp.ones(1024, jnp.float32))  # the steady state donates too
     assert out.is_deleted() and float(again[0]) == 7.0
+
+
+def test_programs_are_keyed_by_jax_s_configuration_as_jax_jit_s_are():
+    """A configuration that keys jax.jit's cache (here rank promotion, which decides at
+    trace time) gives x64guard.jit another program too, not the one built before it."""
+    fn = x64guard.jit(lambda a, b: a + b)
+    a, b = np.ones(3), np.ones((2, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", x64guard.X64GuardWarning)
+        assert np.asarray(fn(a, b)).shape == (2, 3)
+        with jax.numpy_rank_promotion("raise"):
+            with pytest.raises(ValueError, match="jax_numpy_rank_promotion"):
+                fn(a, b)
+            with pytest.raises(ValueError, match="jax_numpy_rank_promotion"):
+                jax.jit(lambda a, b: a + b)(a, b)
+        assert np.asarray(fn(a, b)).shape == (2, 3)

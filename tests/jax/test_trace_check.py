@@ -8,6 +8,8 @@ warning to say). The oracle is jax.jit with x64 off."""
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import logging
 import warnings
 
@@ -47,6 +49,42 @@ REPROS = [
     ("lgamma lowered by dtype", lambda v: lax.lgamma(jnp.var(v)),
      np.random.default_rng(0).integers(-100, 100, (2, 3))),
 ]
+
+
+# jax 0.12's lowering rules that read a param or the configuration, then the dtype
+# (trace_check.LOWERED_BY_DTYPE_SOMETIMES): erfc(accuracy=HIGHEST) lowers to float64- or
+# float32-specific code, as does erf_inv under jax_accurate_erf_inv. Narrowed, the float64
+# code was 78% and 70% bit-identical to x32 JAX over these inputs.
+_EDGES = np.linspace(-6.0, 6.0, 4001)
+if hasattr(lax, "AccuracyMode") and "accuracy" in inspect.signature(lax.erfc).parameters:
+    REPROS.append(("erfc accuracy=HIGHEST",
+                   lambda x: lax.erfc(x, accuracy=lax.AccuracyMode.HIGHEST), _EDGES))
+HAS_ACCURATE_ERF_INV = hasattr(jax.config, "jax_accurate_erf_inv")
+
+
+@contextlib.contextmanager
+def accurate_erf_inv(flag: bool):
+    """jax_accurate_erf_inv set for the block (JAX has no context manager for it)."""
+    before = jax.config.jax_accurate_erf_inv
+    jax.config.update("jax_accurate_erf_inv", flag)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_accurate_erf_inv", before)
+
+
+@pytest.mark.skipif(not HAS_ACCURATE_ERF_INV, reason="this JAX has no jax_accurate_erf_inv (0.10, 0.11)")
+def test_erf_inv_follows_jax_accurate_erf_inv_between_calls():
+    """The flag keys jax.jit's cache (its lowering differs): x64guard.jit's programs are keyed
+    by JAX's configuration too, so each call is x32 JAX's program under the flag it runs
+    with. (Before: the first call's program ran again, 17% identical under the other flag.)"""
+    f = lambda x: lax.erf_inv(jnp.tanh(x))  # noqa: E731
+    fn = x64guard.jit(f)
+    for flag in (False, True, False):
+        with accurate_erf_inv(flag), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got, want = fn(_EDGES), _x32(f, _EDGES)
+        assert _same(got, want), flag
 
 
 @pytest.mark.parametrize("name,f,x", REPROS, ids=[r[0] for r in REPROS])

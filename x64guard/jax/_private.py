@@ -61,6 +61,15 @@ def register_enum_state(name: str, values: list[str], default: str, help: str):
     return state
 
 
+def trace_context() -> tuple:
+    """The values of JAX's configuration that key its jit caches (x64, matmul precision,
+    `jax_accurate_erf_inv`, x64guard's mode, ...): what jax.jit's C++ dispatch misses on,
+    hashable. `config.trace_context` (seen in jax 0.10.2, 0.11.2 and 0.12.0.1)."""
+    from jax._src import config
+
+    return config.trace_context()
+
+
 def chain_persistent_cache_key(part) -> None:
     """Hash `part()` into the persistent compilation cache key, after whatever hook
     another library installed (the hook is a single global slot)."""

@@ -50,6 +50,9 @@ class _ProgramKey(NamedTuple):
     signatures: tuple            # each flat input's `signature`
     static: "StaticKey | tuple"
     wide_leaves: tuple           # flat inputs that were 64-bit numpy data before the dispatch
+    # JAX's configuration as its jit caches key it: a flag that changes a lowering (jax
+    # 0.12's jax_accurate_erf_inv) makes another program, as for jax.jit.
+    context: tuple
 
 
 def jit(fun: Callable | None = None, *, mode: "Mode | str | None" = None, overflow: str = "error",
@@ -311,7 +314,8 @@ class NarrowedFunction:
         dyn = self._statics.split(args, kwargs)
         leaves, in_tree = jax.tree_util.tree_flatten(dyn[:2])
         try:
-            key = _ProgramKey(mode, in_tree, tuple(map(signature, leaves)), dyn.static, wide_leaves)
+            key = _ProgramKey(mode, in_tree, tuple(map(signature, leaves)), dyn.static, wide_leaves,
+                              _private.trace_context())
             program = self._cache.get(key)
         except TypeError as exc:
             raise TypeError(f"x64guard.jit: static arguments must be hashable, as for jax.jit: {exc}") from None
