@@ -26,7 +26,9 @@
 #         tests/sample.py); every refusal case, the random kernel proofs and their
 #         perturbations, the docs. The hashed samples are split between the rows run
 #         (X64GUARD_SAMPLE_SHARD=k/n on row k of n): together the rows run the whole
-#         sample, each a part, so CI's two rows stay within its time. On a torch row:
+#         sample, each a part, so CI's two rows stay within its time. The fuzzers
+#         (tests/reliability) run 1/n of `make test`'s budgets on each of n rows, at its
+#         fixed seeds: the first cases of the same derandomized runs, on each release. On a torch row:
 #         tests/torch without its `slow` tests (the real models), and docs/torch.md.
 # Each row's tests run in JOBS (default 2) pytest-xdist workers. Rows run one after another;
 # a failing row does not stop the others; the exit status
@@ -81,12 +83,19 @@ environment() {  # row -> path of its python, installing what the row pins when 
   echo "$venv/bin/python"
 }
 
+reliability_share() {  # shard k/n -> env: 1/n of make test's fuzz budgets, at its fixed seeds
+  local n=${1#*/}
+  [ "$n" -gt 1 ] || return 0
+  echo X64GUARD_FUZZ_EXAMPLES=$((300 / n)) X64GUARD_HOSTILE_CASES=$((1000 / n)) X64GUARD_CLI_CASES=$((100 / n))
+}
+
 jax_row() {  # python shard: the JAX-side suites
-  local py=$1 shard=$2
+  local py=$1 shard=$2 share=""
   versions=$("$py" -c 'import sys, jax, jaxlib; print(f"jax {jax.__version__}, jaxlib {jaxlib.__version__}, Python {sys.version.split()[0]}")')
   echo "--- $versions"
-  echo "--- sample shard $shard"
-  X64GUARD_SAMPLE_SHARD=$shard "$py" -m pytest -q -p no:cacheprovider -n "${JOBS:-2}" --dist worksteal --durations=10 -m "$select" \
+  [ "$tier" = ci ] && share=$(reliability_share "$shard")
+  echo "--- sample shard $shard${share:+; fuzzers: $share}"
+  env $share X64GUARD_SAMPLE_SHARD=$shard "$py" -m pytest -q -p no:cacheprovider -n "${JOBS:-2}" --dist worksteal --durations=10 -m "$select" \
       --ignore=tests/torch --ignore=tests/torch_xla tests
 }
 
