@@ -143,6 +143,7 @@ LOWERED_BY_DTYPE_SOMETIMES = frozenset({"erfc", "erf_inv"})
 # Their comparisons, remembered: an equation's lowering is a function of its primitive,
 # params, operand types and JAX's configuration (each comparison lowers twice: ~20 ms).
 _sometimes_verdicts: dict[tuple, bool] = {}
+_SOMETIMES_KEPT = 1024
 
 
 def is_lowered_by_dtype(name: str) -> bool:
@@ -407,6 +408,8 @@ class _TraceComparison:
                _private.trace_context())
         same = _sometimes_verdicts.get(key)
         if same is None:
+            if len(_sometimes_verdicts) >= _SOMETIMES_KEPT:  # a long-lived process of many shapes
+                _sometimes_verdicts.clear()
             same = _sometimes_verdicts[key] = self.same_lowering(e64, e32)
         return same
 
