@@ -29,10 +29,10 @@ def _x32_module(fn, *args) -> str:
 
 
 def lgamma() -> bool:
-    # The same probe x64guard.jit's cross-check uses: one place decides.
-    from x64guard.jax import trace_check
+    # The probe narrow's x32-lowering warning and x64guard.jit's cross-check use: one place decides.
+    from x64guard.x32_lowerings import expands_at_float32
 
-    return "lgamma" in trace_check.lowered_by_dtype_here()
+    return expands_at_float32("chlo.lgamma")
 
 
 @functools.cache

@@ -124,14 +124,6 @@ def same_lowering(eqn64, eqn32, converts_differ: list | None = None) -> bool:
 LOWERED_BY_DTYPE = frozenset({"bessel_i0e", "regularized_incomplete_beta", "igamma", "igammac", "igamma_grad_a"})
 
 
-def lowered_by_dtype_here() -> frozenset:
-    """LOWERED_BY_DTYPE, plus the primitives of tables.X32_EXPANDED_CHLO that the running
-    JAX lowers with its own expansion at float32 and to the CHLO op at float64 (`lgamma`,
-    seen in 0.12; 0.10 and 0.11 lower both to chlo.lgamma). Probed by lowering them
-    (x64guard.x32_lowerings, the probe narrow's warning uses: one place decides)."""
-    return LOWERED_BY_DTYPE | {primitive for op, primitive in X32_EXPANDED_CHLO.items() if expands_at_float32(op)}
-
-
 _X32_EXPANDED_PRIMITIVES = {primitive: op for op, primitive in X32_EXPANDED_CHLO.items()}
 
 # JAX primitives whose lowering rule first reads a param or JAX's configuration, then
@@ -147,8 +139,11 @@ _SOMETIMES_KEPT = 1024
 
 
 def is_lowered_by_dtype(name: str) -> bool:
-    """`name in lowered_by_dtype_here()`, with the probe (a lowering: 40 ms in a fresh
-    process, most of the cross-check's cost) run only when such a primitive is met."""
+    """LOWERED_BY_DTYPE, or a primitive of tables.X32_EXPANDED_CHLO that the running JAX
+    lowers with its own expansion at float32 and to the CHLO op at float64 (`lgamma`, seen
+    in 0.12; 0.10 and 0.11 lower both to chlo.lgamma). Probed by lowering it
+    (x64guard.x32_lowerings, the probe narrow's warning uses: one place decides; 40 ms in a
+    fresh process), only when such a primitive is met."""
     return name in LOWERED_BY_DTYPE or (name in _X32_EXPANDED_PRIMITIVES
                                         and expands_at_float32(_X32_EXPANDED_PRIMITIVES[name]))
 
